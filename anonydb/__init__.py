@@ -1,0 +1,27 @@
+"""anonydb: SQL-native anonymization and privacy-model checks inside DuckDB."""
+
+from __future__ import annotations
+
+import os as _os
+
+# Running from a source checkout: sql/ and udfs/ sit beside the package and are mapped into it
+# only at build time (pyproject.toml); let ``anonydb.sql`` / ``anonydb.udfs`` resolve to them.
+_here = _os.path.dirname(__file__)
+_root = _os.path.dirname(_here)
+if not _os.path.isdir(_os.path.join(_here, "udfs")) and _os.path.isfile(_os.path.join(_root, "udfs", "__init__.py")):
+    __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
+
+from .engine import DuckDBEngine, Engine, connect  # noqa: E402
+from .errors import AnonyDBError, InfeasibleError, InputError, SQLError  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AnonyDBError",
+    "DuckDBEngine",
+    "Engine",
+    "InfeasibleError",
+    "InputError",
+    "SQLError",
+    "connect",
+]

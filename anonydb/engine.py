@@ -1,0 +1,168 @@
+"""The engine layer: every database access goes through one small interface.
+
+An :class:`Engine` runs a statement, fetches a result, and creates, drops or renames a table;
+it has a ``dialect`` (a sqlglot dialect name) that the SQL generator renders for. DuckDB is the
+embedded default (``:memory:``, a database file, or a user's existing connection); Postgres and
+Spark plug in behind the same methods. Every failing statement raises :class:`SQLError` carrying
+the SQL and the template it came from.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import duckdb
+
+from .errors import SQLError
+from .sqlgen import Rendered, Templates, ident, temp_name
+
+
+class Engine(abc.ABC):
+    """Base class: the few operations the rest of anonydb needs."""
+
+    dialect: str = "duckdb"
+
+    def __init__(self) -> None:
+        self.templates = Templates(self.dialect)
+        self.log: list[Rendered] = []  # every statement run, for plans and reports
+
+    # -- to implement per backend ------------------------------------------------
+    @abc.abstractmethod
+    def _execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        """Run one statement on the backend."""
+
+    @abc.abstractmethod
+    def _fetch(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple]]:
+        """Run a query on the backend; return (column names, rows)."""
+
+    # -- shared --------------------------------------------------------------------
+    def render(self, template: str, **context: Any) -> Rendered:
+        return self.templates.render(template, **context)
+
+    def execute(self, stmt: str | Rendered, params: Sequence[Any] | None = None) -> None:
+        r = stmt if isinstance(stmt, Rendered) else Rendered(stmt, None)  # type: ignore[arg-type]
+        self.log.append(r)
+        try:
+            self._execute(r.sql, params)
+        except Exception as e:  # the engine's own error type differs per backend
+            raise SQLError(f"{type(e).__name__}: {e}", r.sql, r.template) from e
+
+    def fetch(self, stmt: str | Rendered, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        """Run a query and return its rows as dicts (small results only: reports, verdicts)."""
+        cols, rows = self.fetch_rows(stmt, params)
+        return [dict(zip(cols, row)) for row in rows]
+
+    def fetch_rows(self, stmt: str | Rendered, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple]]:
+        r = stmt if isinstance(stmt, Rendered) else Rendered(stmt, None)  # type: ignore[arg-type]
+        self.log.append(r)
+        try:
+            return self._fetch(r.sql, params)
+        except Exception as e:
+            raise SQLError(f"{type(e).__name__}: {e}", r.sql, r.template) from e
+
+    def scalar(self, stmt: str | Rendered, params: Sequence[Any] | None = None) -> Any:
+        _, rows = self.fetch_rows(stmt, params)
+        return rows[0][0] if rows else None
+
+    def create_table_as(self, name: str, select: str | Rendered, *, temp: bool = False, replace: bool = False) -> None:
+        sel = select.sql if isinstance(select, Rendered) else select
+        tmpl = select.template if isinstance(select, Rendered) else None
+        kind = "TEMP TABLE" if temp else "TABLE"
+        head = f"CREATE OR REPLACE {kind}" if replace else f"CREATE {kind}"
+        self.execute(Rendered(f"{head} {ident(name, self.dialect)} AS\n{sel}", tmpl))  # type: ignore[arg-type]
+
+    def drop(self, name: str, *, view: bool = False) -> None:
+        kind = "VIEW" if view else "TABLE"
+        self.execute(f"DROP {kind} IF EXISTS {ident(name, self.dialect)}")
+
+    def rename(self, old: str, new: str) -> None:
+        self.execute(f"ALTER TABLE {ident(old, self.dialect)} RENAME TO {ident(new, self.dialect)}")
+
+    @abc.abstractmethod
+    def columns(self, relation: str) -> list[tuple[str, str]]:
+        """(name, type) of each column of a table or view."""
+
+    @abc.abstractmethod
+    def exists(self, name: str) -> bool:
+        """Whether a table or view of this name exists."""
+
+    @contextlib.contextmanager
+    def scratch(self, prefix: str = "anonydb_tmp") -> Iterator["Scratch"]:
+        """Names for intermediate tables, all dropped when the block ends (success or failure)."""
+        s = Scratch(self, prefix)
+        try:
+            yield s
+        finally:
+            s.drop_all()
+
+
+class Scratch:
+    def __init__(self, engine: Engine, prefix: str):
+        self.engine, self.prefix, self.names = engine, prefix, []
+
+    def name(self) -> str:
+        n = temp_name(self.prefix)
+        self.names.append(n)
+        return n
+
+    def table(self, select: str | Rendered) -> str:
+        n = self.name()
+        self.engine.create_table_as(n, select, temp=True)
+        return n
+
+    def drop_all(self) -> None:
+        for n in reversed(self.names):
+            try:
+                self.engine.drop(n)
+            except Exception:
+                pass
+        self.names.clear()
+
+
+class DuckDBEngine(Engine):
+    """DuckDB backend: in-memory by default, a database file, or an existing connection."""
+
+    dialect = "duckdb"
+
+    def __init__(self, database: str | Path | duckdb.DuckDBPyConnection | None = None, *, read_only: bool = False):
+        super().__init__()
+        if isinstance(database, duckdb.DuckDBPyConnection):
+            self.con, self.owned = database, False
+        else:
+            self.con = duckdb.connect(str(database) if database is not None else ":memory:", read_only=read_only)
+            self.owned = True
+
+    def _execute(self, sql, params=None):
+        self.con.execute(sql, params) if params else self.con.execute(sql)
+
+    def _fetch(self, sql, params=None):
+        cur = self.con.execute(sql, params) if params else self.con.execute(sql)
+        cols = [d[0] for d in cur.description] if cur.description else []
+        return cols, cur.fetchall()
+
+    def columns(self, relation: str) -> list[tuple[str, str]]:
+        _, rows = self._fetch(f"DESCRIBE SELECT * FROM {ident(relation, self.dialect)}")
+        return [(r[0], r[1]) for r in rows]
+
+    def exists(self, name: str) -> bool:
+        _, rows = self._fetch(
+            "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? "
+            "UNION ALL SELECT count(*) FROM duckdb_views() WHERE view_name = ?",
+            [name, name],
+        )
+        return any(r[0] for r in rows)
+
+    def close(self) -> None:
+        if self.owned:
+            self.con.close()
+
+
+def connect(database: str | Path | duckdb.DuckDBPyConnection | Engine | None = None) -> Engine:
+    """An engine for ``database``: None for in-memory DuckDB, a file path, a DuckDB connection,
+    or an engine (returned as is)."""
+    if isinstance(database, Engine):
+        return database
+    return DuckDBEngine(database)

@@ -1,0 +1,98 @@
+"""SQL generation: Jinja2 templates in ``sql/`` rendered with sqlglot-backed quoting.
+
+Identifiers pass through :func:`ident` (``exp.to_identifier(name).sql(dialect)``), values through
+:func:`literal` (sqlglot literals). User strings therefore never reach SQL unescaped. A rendered
+statement is parsed once by sqlglot so that a broken template fails here, with its name, and
+not later inside the engine.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from importlib import resources
+from typing import Any, Iterable
+
+import jinja2
+import sqlglot
+from sqlglot import exp
+
+_counter = itertools.count()
+
+
+def ident(name: str, dialect: str = "duckdb") -> str:
+    """Quote one identifier (column or table name) for ``dialect``; always quoted."""
+    if not isinstance(name, str) or name == "":
+        raise ValueError(f"identifier must be a non-empty string, got {name!r}")
+    return exp.to_identifier(name, quoted=True).sql(dialect)
+
+
+def literal(value: Any, dialect: str = "duckdb") -> str:
+    """Render a Python value as a SQL literal (strings escaped, numbers exact)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Fraction):
+        return f"({value.numerator}::DOUBLE / {value.denominator})"
+    if isinstance(value, (float, Decimal)):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"cannot render non-finite number {value!r} as SQL")
+        return repr(float(value)) if isinstance(value, float) else str(value)
+    if isinstance(value, str):
+        return exp.Literal.string(value).sql(dialect)
+    raise TypeError(f"cannot render {type(value).__name__} as a SQL literal")
+
+
+def temp_name(prefix: str = "anonydb_tmp") -> str:
+    """A fresh name for an intermediate table (dropped by its owner on success and failure)."""
+    return f"__{prefix}_{next(_counter)}"
+
+
+@dataclass(frozen=True)
+class Rendered:
+    sql: str
+    template: str
+
+
+class Templates:
+    """The template environment for one dialect."""
+
+    def __init__(self, dialect: str = "duckdb"):
+        self.dialect = dialect
+        loader = jinja2.FunctionLoader(_load_template)
+        self.env = jinja2.Environment(
+            loader=loader,
+            undefined=jinja2.StrictUndefined,
+            autoescape=False,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=False,
+        )
+        self.env.filters["ident"] = lambda n: ident(n, dialect)
+        self.env.filters["literal"] = lambda v: literal(v, dialect)
+        self.env.filters["idents"] = lambda ns, prefix="": ", ".join(
+            (prefix + "." if prefix else "") + ident(n, dialect) for n in ns
+        )
+        self.env.globals["dialect"] = dialect
+
+    def render(self, template: str, **context: Any) -> Rendered:
+        sql = self.env.get_template(template).render(**context).strip()
+        return Rendered(sql=sql, template=template)
+
+
+def _load_template(name: str) -> str:
+    return resources.files("anonydb.sql").joinpath(name).read_text(encoding="utf-8")
+
+
+def transpile(sql: str, write: str, read: str = "duckdb") -> str:
+    """Transpile a generated statement to another dialect (for the engines to come)."""
+    return ";\n".join(sqlglot.transpile(sql, read=read, write=write))
+
+
+def idents(names: Iterable[str], dialect: str = "duckdb", prefix: str = "") -> str:
+    return ", ".join((prefix + "." if prefix else "") + ident(n, dialect) for n in names)

@@ -1,0 +1,1 @@
+"""Vectorized DuckDB UDFs (placeholder module; filled in by the UDF work)."""
