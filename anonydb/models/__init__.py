@@ -1,0 +1,15 @@
+"""Privacy models, one module each; a model both checks a finished table and judges candidate
+groups for the anonymizers (see :mod:`anonydb.models.base`)."""
+
+from .base import GroupContext, GroupViolation, Model, Verdict
+from .extras import AlphaKAnonymity, DeltaDisclosure
+from .k_anonymity import KAnonymity
+from .l_diversity import VARIANTS as L_VARIANTS
+from .l_diversity import LDiversity
+from .nt_closeness import NTCloseness
+from .t_closeness import DISTANCES, TCloseness
+
+__all__ = [
+    "AlphaKAnonymity", "DISTANCES", "DeltaDisclosure", "GroupContext", "GroupViolation", "KAnonymity",
+    "LDiversity", "L_VARIANTS", "Model", "NTCloseness", "TCloseness", "Verdict",
+]

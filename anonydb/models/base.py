@@ -1,0 +1,136 @@
+"""What every privacy model shares: the group-statistics context and the verdict objects.
+
+A model is given a :class:`GroupContext` (the relations of per-group sensitive-value counts,
+group statistics and the whole table's distribution, already materialized by the caller) and
+renders one SQL statement that yields, per group, ``(keys..., _adb_n, _adb_num, _adb_den,
+_adb_ok)``: size, the group's achieved value as the exact fraction num/den (a float in num
+with den = 1 where the value is transcendental), and the verdict. The same statement serves a
+finished table (keys = the released QI columns) and an anonymizer judging candidate groups
+(keys = partition id and side of a cut, bucket id, lattice node tuple).
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from ..engine import Engine
+from ..errors import InputError
+from ..sqlgen import Rendered
+
+
+@dataclass
+class GroupContext:
+    """The materialized relations a model reads.
+
+    cells(keys..., _adb_sa, _adb_cnt), groups(keys..., _adb_n, _adb_d, _adb_mx, _adb_clnc),
+    glob(_adb_sa, _adb_cnt). ``total`` = |T|, ``domain`` = number of distinct sensitive values in T.
+    """
+
+    engine: Engine
+    keys: list[str]
+    cells: str
+    groups: str
+    glob: str | None
+    total: int
+    domain: int
+    sensitive: str | None = None
+    sensitive_numeric: bool = False
+    sa_hierarchy: Any = None  # anonydb.hierarchy.Hierarchy for the sensitive attribute
+    scratch: Any = None  # anonydb.engine.Scratch for intermediate tables
+    qi_columns: list[str] = field(default_factory=list)  # the QI columns the keys stand for
+
+
+@dataclass
+class GroupViolation:
+    key: dict[str, Any]
+    size: int
+    value: Any
+    distribution: dict[Any, int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"key": self.key, "size": self.size, "value": _jsonable(self.value)}
+        if self.distribution is not None:
+            d["distribution"] = {str(k): v for k, v in self.distribution.items()}
+        return d
+
+
+@dataclass
+class Verdict:
+    """The outcome of one model on one table: overall verdict, achieved parameters, violators."""
+
+    model: str
+    params: dict[str, Any]
+    holds: bool
+    achieved: dict[str, Any]
+    groups: int
+    violating_groups: int
+    violating_rows: int
+    violations: list[GroupViolation] = field(default_factory=list)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "params": {k: _jsonable(v) for k, v in self.params.items()},
+            "holds": self.holds,
+            "achieved": {k: _jsonable(v) for k, v in self.achieved.items()},
+            "groups": self.groups,
+            "violating_groups": self.violating_groups,
+            "violating_rows": self.violating_rows,
+            "violations": [v.to_dict() for v in self.violations],
+            "note": self.note,
+        }
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, Fraction):
+        return float(v) if v.denominator != 1 else int(v)
+    if isinstance(v, float) and math.isinf(v):
+        return "inf"
+    return v
+
+
+def as_fraction(value: Any, name: str) -> Fraction:
+    """A parameter as an exact fraction (0.15 -> 3/20: the decimal the user wrote)."""
+    if isinstance(value, bool):
+        raise InputError(f"{name} must be a number, got {value!r}")
+    try:
+        f = Fraction(str(value)) if isinstance(value, float) else Fraction(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, got {value!r}") from None
+    return f
+
+
+class Model(abc.ABC):
+    """A privacy model: one module each, used by the checks and by every anonymizer."""
+
+    name: str = ""
+    needs_sensitive: bool = True
+    #: the worst group is the one with the smallest value ("min": k, l) or the largest ("max": t)
+    worst: str = "min"
+    #: preserved by further generalization (sound to prune a lattice with)
+    monotonic: bool = True
+
+    @property
+    @abc.abstractmethod
+    def params(self) -> dict[str, Any]:
+        """The requested parameters, for reports."""
+
+    @abc.abstractmethod
+    def verdicts(self, ctx: GroupContext) -> Rendered:
+        """One statement: per group (keys..., _adb_n, _adb_num, _adb_den, _adb_ok)."""
+
+    @abc.abstractmethod
+    def achieved(self, worst_value: Any, ctx: GroupContext) -> dict[str, Any]:
+        """The table-level achieved parameter(s) given the worst group's value."""
+
+    def feasibility_note(self, ctx: GroupContext) -> str:
+        """Why no release of this table can meet the model, or ''."""
+        return ""
+
+    def prepare(self, ctx: GroupContext) -> None:
+        """Materialize what the model needs beyond the context (hierarchy tables ...)."""

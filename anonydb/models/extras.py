@@ -1,0 +1,61 @@
+"""Cheap extra models from the same group statistics.
+
+* (alpha,k)-anonymity [Wong et al., KDD 2006; survey §3.2]: |E| >= k and max_s p(E,s) <= alpha.
+* delta-disclosure [Brickell & Shmatikov, KDD 2008]: |ln(p(E,s)/p(T,s))| < delta for every group E
+  and every sensitive value s of the table (a group lacking a value fails for every delta).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import InputError
+from ..sqlgen import ident
+from .base import GroupContext, Model, as_fraction
+
+
+class AlphaKAnonymity(Model):
+    name = "(alpha,k)-anonymity"
+    worst = "max"
+
+    def __init__(self, alpha: float, k: int):
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InputError(f"k must be an integer >= 1, got {k!r}")
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1:
+            raise InputError(f"alpha must be a number in (0, 1], got {alpha!r}")
+        self.alpha, self.k, self.af = alpha, k, as_fraction(alpha, "alpha")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"alpha": self.alpha, "k": self.k}
+
+    def verdicts(self, ctx: GroupContext):
+        return ctx.engine.render("model_alpha_k.sql.j2", keys=ctx.keys, groups=ctx.groups, k=self.k,
+                                 a_num=self.af.numerator, a_den=self.af.denominator)
+
+    def achieved(self, worst_value, ctx):
+        kmin = ctx.engine.scalar(f"SELECT min(_adb_n) FROM {ident(ctx.groups)}")
+        return {"alpha": worst_value, "k": int(kmin)}
+
+
+class DeltaDisclosure(Model):
+    name = "delta-disclosure"
+    worst = "max"
+
+    def __init__(self, delta: float):
+        if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not delta > 0 or math.isinf(delta):
+            raise InputError(f"delta must be a finite number > 0, got {delta!r}")
+        self.delta = delta
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"delta": self.delta}
+
+    def verdicts(self, ctx: GroupContext):
+        return ctx.engine.render("model_delta_disclosure.sql.j2", keys=ctx.keys, cells=ctx.cells, glob=ctx.glob,
+                                 total=ctx.total, domain=ctx.domain, delta=float(self.delta))
+
+    def achieved(self, worst_value, ctx):
+        return {"delta": float(worst_value)}
+

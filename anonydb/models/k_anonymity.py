@@ -1,0 +1,36 @@
+"""k-anonymity [Samarati & Sweeney 1998; Li thesis §1.2.1; spec-closeness-slicing 2.1].
+
+Every group holds at least k records: min_E |E| >= k. Achieved: k = the smallest group size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InputError
+from .base import GroupContext, Model
+
+
+class KAnonymity(Model):
+    name = "k-anonymity"
+    needs_sensitive = False
+
+    def __init__(self, k: int):
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InputError(f"k must be an integer >= 1, got {k!r}")
+        self.k = k
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"k": self.k}
+
+    def verdicts(self, ctx: GroupContext):
+        return ctx.engine.render("model_k_anonymity.sql.j2", keys=ctx.keys, groups=ctx.groups, k=self.k)
+
+    def achieved(self, worst_value, ctx):
+        return {"k": int(worst_value)}
+
+    def feasibility_note(self, ctx):
+        if self.k > ctx.total:
+            return f"k = {self.k} exceeds the table's {ctx.total} rows: no release of this table can be {self.k}-anonymous"
+        return ""

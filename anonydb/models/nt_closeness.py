@@ -1,0 +1,79 @@
+"""(n,t)-closeness [Li thesis Def 2.2.2 and Fig 2.1; spec-closeness-slicing 2.4, 5.2].
+
+A group E1 holds if it has >= n records, or some natural superset E2 of it with |E2| >= n has
+D[P_E1, P_E2] <= t. In a finished table the natural supersets of a group are the records that
+agree with it on a subset of the QI columns (``supersets="subsets"``: every subset, the empty
+one being the whole table) or on a prefix of them in the given order (``"rollup"``). An
+anonymizer passes its own candidate pairs (Mondrian: the partition's ancestors, Parent(P)).
+With n = |T| the model is t-closeness (Observation 2.2.1).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from ..errors import InputError
+from ..sqlgen import ident
+from .base import GroupContext, Model
+from .t_closeness import DISTANCES, check_t, default_distance, emd_sql, hierarchy_table
+
+MAX_SUBSET_QIS = 12
+
+
+class NTCloseness(Model):
+    name = "(n,t)-closeness"
+    worst = "max"
+
+    def __init__(self, n: int, t: float, distance: str | None = None, supersets: str = "subsets"):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InputError(f"n must be an integer >= 1, got {n!r}")
+        self.n, self.t, self.tf = n, t, check_t(t)
+        if distance is not None and distance not in DISTANCES:
+            raise InputError(f"distance must be one of {', '.join(DISTANCES)}, got {distance!r}")
+        if supersets not in ("subsets", "rollup"):
+            raise InputError(f"supersets must be 'subsets' or 'rollup', got {supersets!r}")
+        self.distance, self.supersets = distance, supersets
+        self._hier = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"n": self.n, "t": self.t, "distance": self.distance, "supersets": self.supersets}
+
+    def prepare(self, ctx: GroupContext) -> None:
+        self.distance = self.distance or default_distance(ctx)
+        if self.distance == "hierarchical":
+            if ctx.sa_hierarchy is None:
+                raise InputError(f"hierarchical distance needs a hierarchy for the sensitive attribute {ctx.sensitive!r}")
+            self._hier = hierarchy_table(ctx)
+        self.name = f"(n,t)-closeness ({self.distance} EMD)"
+
+    def subsets(self, keys: list[str]) -> list[list[str]]:
+        if self.supersets == "rollup":
+            return [keys[:j] for j in range(len(keys))]
+        if len(keys) > MAX_SUBSET_QIS:
+            raise InputError(f"(n,t)-closeness over all QI subsets needs 2^{len(keys)} supersets; "
+                             f"use supersets='rollup' for more than {MAX_SUBSET_QIS} QIs")
+        return [list(c) for r in range(len(keys)) for c in itertools.combinations(keys, r)]
+
+    def verdicts(self, ctx: GroupContext):
+        e, s = ctx.engine, ctx.scratch
+        small = s.table(f"SELECT {', '.join(ident(k) for k in ctx.keys)}, _adb_n, row_number() OVER () AS _adb_gid "
+                        f"FROM {ident(ctx.groups)} WHERE _adb_n < {self.n}")
+        subsets = self.subsets(ctx.keys)
+        pairs = s.table(e.render("nt_closeness_pairs.sql.j2", subsets=subsets, cells=ctx.cells, small=small,
+                                 keys=ctx.keys, n=self.n))
+        p_rel = s.table(f"SELECT _adb_pid, _adb_sa, _adb_cnt FROM {ident(pairs)} WHERE _adb_side = 'p'")
+        q_rel = s.table(f"SELECT _adb_pid, _adb_sa, _adb_cnt FROM {ident(pairs)} WHERE _adb_side = 'q'")
+        emd = emd_sql(ctx, self.distance, p_rel, q_rel, ["_adb_pid"], ["_adb_pid"], self._hier)
+        return e.render("nt_closeness_verdicts.sql.j2", emd=emd.sql, nsets=len(subsets), keys=ctx.keys,
+                        groups=ctx.groups, small=small, n=self.n, t_num=self.tf.numerator, t_den=self.tf.denominator)
+
+    def achieved(self, worst_value, ctx):
+        return {"t": worst_value, "n": self.n}
+
+    def feasibility_note(self, ctx):
+        if self.n > ctx.total:
+            return (f"n = {self.n} exceeds the table's {ctx.total} rows: no superset has n records, "
+                    f"so only groups of >= n records could hold")
+        return ""

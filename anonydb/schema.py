@@ -1,0 +1,101 @@
+"""Attribute roles and kinds, and the validation of a role assignment against a relation.
+
+Roles [Li thesis §1.1]: identifier (dropped from any release), quasi-identifier, sensitive,
+insensitive. QI kinds: numeric, categorical (with a hierarchy or flat), ordinal, date.
+NULL semantics: a NULL QI value is a value of its own (NULLs group together and form their own
+equivalence class); a NULL sensitive value is likewise one more sensitive value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from .engine import Engine
+from .errors import InputError
+from .sqlgen import ident
+
+ROLES = ("identifier", "quasi", "sensitive", "insensitive")
+KINDS = ("numeric", "categorical", "ordinal", "date")
+RESERVED_PREFIX = "_adb_"
+
+NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                 "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
+DATE_TYPES = ("DATE", "TIMESTAMP")
+
+
+@dataclass
+class Attribute:
+    name: str
+    role: str
+    kind: str | None = None
+    hierarchy: Any = None  # anonydb.hierarchy.Hierarchy
+    order: list[Any] | None = None  # for ordinal attributes
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise InputError(f"attribute {self.name!r}: role must be one of {', '.join(ROLES)}, got {self.role!r}")
+        if self.kind is not None and self.kind not in KINDS:
+            raise InputError(f"attribute {self.name!r}: kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+
+
+def is_numeric_type(t: str) -> bool:
+    return t.upper().startswith(NUMERIC_TYPES)
+
+
+def kind_of_type(t: str) -> str:
+    if is_numeric_type(t):
+        return "numeric"
+    if t.upper().startswith(DATE_TYPES):
+        return "date"
+    return "categorical"
+
+
+def split_list(value: str | Iterable[str] | None, what: str) -> list[str]:
+    """A comma-separated list (CLI) or a sequence (Python) of column names."""
+    if value is None:
+        return []
+    items = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v) for v in value]
+    if any(not v for v in items):
+        raise InputError(f"{what}: empty column name in {value!r}")
+    return items
+
+
+def validate_roles(engine: Engine, relation: str, qi: list[str], sensitive: str | None,
+                   kinds: dict[str, str] | None = None, label: str | None = None) -> dict[str, str]:
+    """Check the columns exist and the roles do not clash; return each used column's type.
+
+    Raises InputError naming the missing column (with the available ones), a sensitive attribute
+    listed as QI, a duplicate, or a numeric QI holding non-numeric values (listed).
+    """
+    label = label or relation
+    cols = dict(engine.columns(relation))
+    if not qi:
+        raise InputError("at least one quasi-identifier is needed (--qi)")
+    seen: set[str] = set()
+    for c in qi:
+        if c in seen:
+            raise InputError(f"quasi-identifier {c!r} is listed twice")
+        seen.add(c)
+    for c in qi + ([sensitive] if sensitive else []):
+        if c not in cols:
+            raise InputError(f"column {c!r} not found in {label}; its columns are: {', '.join(cols)}")
+        if c.startswith(RESERVED_PREFIX):
+            raise InputError(f"column {c!r}: names starting with {RESERVED_PREFIX!r} are reserved by anonydb")
+    if sensitive and sensitive in qi:
+        raise InputError(f"{sensitive!r} is given both as the sensitive attribute and as a quasi-identifier")
+    for c, kind in (kinds or {}).items():
+        if kind not in KINDS:
+            raise InputError(f"attribute {c!r}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        if c not in cols:
+            raise InputError(f"column {c!r} (given a kind) not found in {label}")
+        if kind == "numeric" and not is_numeric_type(cols[c]):
+            bad = engine.fetch_rows(
+                f"SELECT DISTINCT {ident(c)} FROM {ident(relation)} "
+                f"WHERE {ident(c)} IS NOT NULL AND TRY_CAST({ident(c)} AS DOUBLE) IS NULL ORDER BY 1 LIMIT 21"
+            )[1]
+            if bad:
+                shown = ", ".join(repr(r[0]) for r in bad[:20])
+                more = " ..." if len(bad) > 20 else ""
+                raise InputError(f"numeric attribute {c!r} holds non-numeric values: {shown}{more}")
+    return {c: cols[c] for c in qi + ([sensitive] if sensitive else [])}
