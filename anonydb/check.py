@@ -98,7 +98,7 @@ def _fmt(x: Any) -> str:
 
 
 def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distance=None, n=None,
-                 delta=None, alpha=None, supersets="subsets") -> list[Model]:
+                 delta=None, alpha=None, supersets="subsets", reference="table") -> list[Model]:
     """The models named by the usual parameters (as in the CLI)."""
     models: list[Model] = []
     if alpha is not None:
@@ -116,7 +116,7 @@ def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distan
             raise InputError("(n,t)-closeness needs t as well as n")
         models.append(NTCloseness(n, t, distance, supersets))
     elif t is not None:
-        models.append(TCloseness(t, distance))
+        models.append(TCloseness(t, distance, reference))
     elif distance is not None:
         raise InputError("distance applies to t-closeness: give t as well")
     if delta is not None:

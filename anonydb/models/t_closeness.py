@@ -12,10 +12,14 @@ from fractions import Fraction
 from typing import Any
 
 from ..errors import InputError
-from ..sqlgen import Rendered
+from ..sqlgen import Rendered, ident
 from .base import GroupContext, Model, as_fraction
 
 DISTANCES = ("equal", "ordered", "hierarchical")
+#: Q is the table's record-weighted distribution (the definition); "uniform" weights every
+#: distinct value equally, which reproduces the seed's printed hierarchical EMDs 0.5 / 0.278
+#: (paper-compatible only: spec-presence-survey E5).
+REFERENCES = ("table", "uniform")
 
 
 def default_distance(ctx: GroupContext) -> str:
@@ -66,9 +70,12 @@ class TCloseness(Model):
     name = "t-closeness"
     worst = "max"
 
-    def __init__(self, t: float, distance: str | None = None):
+    def __init__(self, t: float, distance: str | None = None, reference: str = "table"):
         self.tf = check_t(t)
         self.t = t
+        if reference not in REFERENCES:
+            raise InputError(f"reference must be one of {', '.join(REFERENCES)}, got {reference!r}")
+        self.reference = reference
         if distance is not None and distance not in DISTANCES:
             raise InputError(f"distance must be one of {', '.join(DISTANCES)}, got {distance!r}")
         self.distance = distance
@@ -76,7 +83,10 @@ class TCloseness(Model):
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"t": self.t, "distance": self.distance}
+        p = {"t": self.t, "distance": self.distance}
+        if self.reference != "table":
+            p["reference"] = self.reference
+        return p
 
     def prepare(self, ctx: GroupContext) -> None:
         self.distance = self.distance or default_distance(ctx)
@@ -88,9 +98,14 @@ class TCloseness(Model):
             # ordered distance on text orders the values alphabetically; allowed, but say so
             self.note = f"ordered distance over {ctx.sensitive!r} uses the values' sort order"
         self.name = f"t-closeness ({self.distance} EMD)"
+        if self.reference == "uniform":
+            self.name += " [paper-compatible uniform Q]"
 
     def verdicts(self, ctx: GroupContext):
-        emd = emd_sql(ctx, self.distance, ctx.cells, ctx.glob, ctx.keys, [], self._hier)
+        q_rel = ctx.glob
+        if self.reference == "uniform":
+            q_rel = ctx.scratch.table(f"SELECT _adb_sa, 1 AS _adb_cnt FROM {ident(ctx.glob)}")
+        emd = emd_sql(ctx, self.distance, ctx.cells, q_rel, ctx.keys, [], self._hier)
         return ctx.engine.render("model_threshold.sql.j2", keys=ctx.keys, inner=emd.sql,
                                  t_num=self.tf.numerator, t_den=self.tf.denominator)
 

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import anonydb
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+DATASETS = SHARED / "datasets"
+
+
+@pytest.fixture
+def engine():
+    e = anonydb.connect()
+    yield e
+    e.close()
+
+
+def need_shared() -> Path:
+    if not DATASETS.is_dir():
+        pytest.skip(f"the shared datasets folder {DATASETS} is absent (it sits beside the repository)")
+    return DATASETS
+
+
+def make_table(engine, name: str, columns: list[str], rows: list[tuple], counts: list[int] | None = None) -> str:
+    """Create ``name`` from rows (each repeated counts[i] times when given), through the engine."""
+    from anonydb.sqlgen import ident, literal
+
+    cols = ", ".join(ident(c) for c in columns)
+    values = ", ".join("(" + ", ".join(literal(v) for v in r) + (f", {counts[i]}" if counts else "") + ")"
+                       for i, r in enumerate(rows))
+    if counts:
+        engine.execute(f"CREATE TABLE {ident(name)} AS SELECT {cols} FROM (VALUES {values}) AS v({cols}, _rep), range(_rep)")
+    else:
+        engine.execute(f"CREATE TABLE {ident(name)} AS SELECT * FROM (VALUES {values}) AS v({cols})")
+    return name
