@@ -66,7 +66,7 @@ class NTCloseness(Model):
         p_rel = s.table(f"SELECT _adb_pid, _adb_sa, _adb_cnt FROM {ident(pairs)} WHERE _adb_side = 'p'")
         q_rel = s.table(f"SELECT _adb_pid, _adb_sa, _adb_cnt FROM {ident(pairs)} WHERE _adb_side = 'q'")
         emd = emd_sql(ctx, self.distance, p_rel, q_rel, ["_adb_pid"], ["_adb_pid"], self._hier)
-        return e.render("nt_closeness_verdicts.sql.j2", emd=emd.sql, nsets=len(subsets), keys=ctx.keys,
+        return e.render("nt_closeness_verdicts.sql.j2", emd=emd.sql, pairs=pairs, keys=ctx.keys,
                         groups=ctx.groups, small=small, n=self.n, t_num=self.tf.numerator, t_den=self.tf.denominator)
 
     def achieved(self, worst_value, ctx):
