@@ -163,23 +163,64 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
 
     with eng.scratch("check") as s:
         sa = sensitive if any(m.needs_sensitive for m in models) else None
-        cells = s.table(eng.render("check_cells.sql.j2", keys=qi_cols, sensitive=sa, source=relation))
+        coding = _group_coding(eng, s, relation, qi_cols)
+        if coding is not None:
+            keys = ["_adb_gid"]
+            cells = s.table(eng.render("check_cells.sql.j2", qis=coding, keytype=_keytype(coding, eng.dialect),
+                                       sensitive=sa, source=relation))
+        else:  # too many distinct QI tuples for an integer key: group by the columns themselves
+            keys = qi_cols
+            cells = s.table(eng.render("check_cells_columns.sql.j2", keys=qi_cols, sensitive=sa, source=relation))
         if sa:
-            groups = s.table(eng.render("check_groups.sql.j2", keys=qi_cols, cells=cells))
+            groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells))
             glob = s.table(eng.render("check_global.sql.j2", cells=cells))
             domain = eng.scalar(f"SELECT count(*) FROM {ident(glob)}")
         else:
-            groups = s.table(f"SELECT {', '.join(ident(q) for q in qi_cols)}, _adb_cnt AS _adb_n FROM {ident(cells)}")
-            glob, domain = None, 0
+            groups, glob, domain = cells, None, 0
+            eng.execute(f"ALTER TABLE {ident(cells)} RENAME COLUMN _adb_cnt TO _adb_n")
         ngroups, smallest, largest = eng.fetch_rows(f"SELECT count(*), min(_adb_n), max(_adb_n) FROM {ident(groups)}")[1][0]
         ctx = GroupContext(
-            engine=eng, keys=qi_cols, cells=cells, groups=groups, glob=glob, total=total, domain=domain,
+            engine=eng, keys=keys, cells=cells, groups=groups, glob=glob, total=total, domain=domain,
             sensitive=sa, sensitive_numeric=bool(sa) and is_numeric_type(types[sa]),
             sa_hierarchy=hierarchies.get(sensitive) if sensitive else None, scratch=s, qi_columns=qi_cols,
+            coding=coding,
         )
-        verdicts = [_evaluate(m, ctx, limit) for m in models]
+        verdicts = [_evaluate(m, ctx, limit, coding) for m in models]
     return Report(source=str(source), qi=qi_cols, sensitive=sensitive, rows=total, groups=ngroups,
                   smallest_group=smallest, largest_group=largest, verdicts=verdicts)
+
+
+#: the largest mixed-radix group key (HUGEINT); beyond it the QI columns themselves are the key
+KEY_LIMIT = 2**127
+
+
+@dataclass
+class _Coded:
+    column: str
+    dict: str
+    card: int
+    mult: int
+
+
+def _group_coding(eng: Engine, s: Any, relation: str, qi: list[str]) -> list[_Coded] | None:
+    """Dense codes per QI column and their mixed-radix multipliers; None when the product of
+    the cardinalities does not fit a 127-bit integer (then the key is the columns themselves)."""
+    coded, mult = [], 1
+    for col in qi:
+        d = s.table(eng.render("check_dict.sql.j2", column=col, source=relation))
+        card = eng.scalar(f"SELECT count(*) FROM {ident(d)}")
+        coded.append(_Coded(col, d, card, mult))
+        mult *= max(card, 1)
+    if mult >= KEY_LIMIT or (mult >= 2**63 and eng.dialect != "duckdb"):
+        return None
+    return coded
+
+
+def _keytype(coding: list[_Coded], dialect: str) -> str:
+    total = 1
+    for c in coding:
+        total *= max(c.card, 1)
+    return "BIGINT" if total < 2**63 else "HUGEINT"
 
 
 def _value(num: Any, den: Any) -> Any:
@@ -190,29 +231,32 @@ def _value(num: Any, den: Any) -> Any:
     return float(num) / float(den)
 
 
-def _evaluate(model: Model, ctx: GroupContext, limit: int) -> Verdict:
-    eng = ctx.engine
+def _evaluate(model: Model, ctx: GroupContext, limit: int, coding: list[_Coded] | None) -> Verdict:
+    eng, s = ctx.engine, ctx.scratch
     model.prepare(ctx)
-    verdicts = ctx.scratch.table(model.verdicts(ctx))
+    verdicts = s.table(model.verdicts(ctx))
     summary = eng.fetch(eng.render("verdict_summary.sql.j2", verdicts=verdicts))[0]
-    worst_rows = eng.fetch(eng.render("verdict_worst.sql.j2", verdicts=verdicts, keys=ctx.keys, worst=model.worst,
-                                      only_failing=False, limit=1, cells=None, with_sa=False))
+    value = "CAST(_adb_num AS DOUBLE) / _adb_den"
+    order = f"{value} {'DESC' if model.worst == 'max' else 'ASC'} NULLS FIRST, " + ", ".join(ident(k) for k in ctx.keys)
+    worst_rows = eng.fetch(eng.render("verdict_top.sql.j2", verdicts=verdicts, keys=ctx.keys, order=order,
+                                      only_failing=False, limit=1))
     worst = _value(worst_rows[0]["_adb_num"], worst_rows[0]["_adb_den"]) if worst_rows else None
     violations: list[GroupViolation] = []
     if summary["violating_groups"] and limit:
-        rows = eng.fetch(eng.render("verdict_worst.sql.j2", verdicts=verdicts, keys=ctx.keys, worst=model.worst,
-                                    only_failing=True, limit=limit, cells=ctx.cells, with_sa=ctx.sensitive is not None))
-        by_rank: dict[int, GroupViolation] = {}
-        for r in rows:
-            g = by_rank.get(r["_adb_rank"])
-            if g is None:
-                g = by_rank[r["_adb_rank"]] = GroupViolation(
-                    key={k: r[k] for k in ctx.keys}, size=int(r["_adb_n"]),
-                    value=_value(r["_adb_num"], r["_adb_den"]),
-                    distribution={} if ctx.sensitive is not None else None)
-            if ctx.sensitive is not None and r.get("_adb_cnt") is not None:
-                g.distribution[r["_adb_sa"]] = int(r["_adb_cnt"])
-        violations = list(by_rank.values())
+        top = s.table(eng.render("verdict_top.sql.j2", verdicts=verdicts, keys=ctx.keys, order=order,
+                                 only_failing=True, limit=limit))
+        shown = eng.render("check_decode.sql.j2", rel=top, qis=coding) if coding else f"SELECT * FROM {ident(top)}"
+        dists: dict[Any, dict[Any, int]] = {}
+        if ctx.sensitive is not None:
+            for r in eng.fetch(eng.render("verdict_distribution.sql.j2", top=top, cells=ctx.cells, keys=ctx.keys)):
+                dists.setdefault(tuple(r[k] for k in ctx.keys), {})[r["_adb_sa"]] = int(r["_adb_cnt"])
+        for r in sorted(eng.fetch(shown), key=lambda r: r["_adb_rank"]):
+            gk = tuple(r[k] for k in ctx.keys)
+            dist = dists.get(gk, {}) if ctx.sensitive is not None else None
+            if dist:
+                dist = dict(sorted(dist.items(), key=lambda kv: (-kv[1], str(kv[0]))))
+            violations.append(GroupViolation(key={q: r[q] for q in ctx.qi_columns}, size=int(r["_adb_n"]),
+                                             value=_value(r["_adb_num"], r["_adb_den"]), distribution=dist))
     note = model.feasibility_note(ctx) or getattr(model, "note", "")
     achieved = model.achieved(worst, ctx) if worst is not None or model.worst == "max" else {}
     return Verdict(model=model.name, params=model.params, holds=summary["violating_groups"] == 0,

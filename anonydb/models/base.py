@@ -42,6 +42,8 @@ class GroupContext:
     sa_hierarchy: Any = None  # anonydb.hierarchy.Hierarchy for the sensitive attribute
     scratch: Any = None  # anonydb.engine.Scratch for intermediate tables
     qi_columns: list[str] = field(default_factory=list)  # the QI columns the keys stand for
+    #: with keys = ["_adb_gid"]: per QI column (column, dict table, card, mult) of the mixed-radix key
+    coding: list[Any] | None = None
 
 
 @dataclass

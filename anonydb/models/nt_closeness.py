@@ -48,7 +48,7 @@ class NTCloseness(Model):
             self._hier = hierarchy_table(ctx)
         self.name = f"(n,t)-closeness ({self.distance} EMD)"
 
-    def subsets(self, keys: list[str]) -> list[list[str]]:
+    def subsets(self, keys: list) -> list[list]:
         if self.supersets == "rollup":
             return [keys[:j] for j in range(len(keys))]
         if len(keys) > MAX_SUBSET_QIS:
@@ -60,9 +60,10 @@ class NTCloseness(Model):
         e, s = ctx.engine, ctx.scratch
         small = s.table(f"SELECT {', '.join(ident(k) for k in ctx.keys)}, _adb_n, row_number() OVER () AS _adb_gid "
                         f"FROM {ident(ctx.groups)} WHERE _adb_n < {self.n}")
-        subsets = self.subsets(ctx.keys)
+        coding = ctx.coding
+        subsets = self.subsets(coding if coding else ctx.keys)
         pairs = s.table(e.render("nt_closeness_pairs.sql.j2", subsets=subsets, cells=ctx.cells, small=small,
-                                 keys=ctx.keys, n=self.n))
+                                 keys=ctx.keys, n=self.n, coding=bool(coding)))
         p_rel = s.table(f"SELECT _adb_pid, _adb_sa, _adb_cnt FROM {ident(pairs)} WHERE _adb_side = 'p'")
         q_rel = s.table(f"SELECT _adb_pid, _adb_sa, _adb_cnt FROM {ident(pairs)} WHERE _adb_side = 'q'")
         emd = emd_sql(ctx, self.distance, p_rel, q_rel, ["_adb_pid"], ["_adb_pid"], self._hier)
