@@ -206,10 +206,10 @@ def _group_coding(eng: Engine, s: Any, relation: str, qi: list[str]) -> list[_Co
     """Dense codes per QI column and their mixed-radix multipliers; None when the product of
     the cardinalities does not fit a 127-bit integer (then the key is the columns themselves)."""
     coded, mult = [], 1
-    for col in qi:
+    for col in reversed(qi):  # the first QI is the most significant digit: gid order = value order
         d = s.table(eng.render("check_dict.sql.j2", column=col, source=relation))
         card = eng.scalar(f"SELECT count(*) FROM {ident(d)}")
-        coded.append(_Coded(col, d, card, mult))
+        coded.insert(0, _Coded(col, d, card, mult))
         mult *= max(card, 1)
     if mult >= KEY_LIMIT or (mult >= 2**63 and eng.dialect != "duckdb"):
         return None
@@ -237,7 +237,7 @@ def _evaluate(model: Model, ctx: GroupContext, limit: int, coding: list[_Coded] 
     verdicts = s.table(model.verdicts(ctx))
     summary = eng.fetch(eng.render("verdict_summary.sql.j2", verdicts=verdicts))[0]
     value = "CAST(_adb_num AS DOUBLE) / _adb_den"
-    order = f"{value} {'DESC' if model.worst == 'max' else 'ASC'} NULLS FIRST, " + ", ".join(ident(k) for k in ctx.keys)
+    order = f"{value} {'DESC' if model.worst == 'max' else 'ASC'} NULLS FIRST, " + ", ".join(f"{ident(k)} NULLS LAST" for k in ctx.keys)
     worst_rows = eng.fetch(eng.render("verdict_top.sql.j2", verdicts=verdicts, keys=ctx.keys, order=order,
                                       only_failing=False, limit=1))
     worst = _value(worst_rows[0]["_adb_num"], worst_rows[0]["_adb_den"]) if worst_rows else None

@@ -1,0 +1,133 @@
+"""Bad input, identifier safety, NULL semantics and the column-key fallback of the checks."""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import pytest
+
+import anonydb.check as check_mod
+from anonydb import InputError
+from anonydb.check import check
+from conftest import DATASETS, make_table, need_shared
+
+NASTY = ['zip "code"; DROP TABLE victim; --', "âge ünïcode", "col with spaces", "select"]
+
+
+@pytest.fixture
+def small(engine):
+    return make_table(engine, "small", ["zip", "age", "disease", "salary"],
+                      [("476", 2, "flu", 3), ("476", 2, "hiv", 4), ("479", 4, "flu", 5), ("479", 4, "flu", 6)])
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(k=0), "k must be an integer >= 1"),
+    (dict(k=2.5), "k must be an integer >= 1"),
+    (dict(l=0.5), "l must be a number >= 1"),
+    (dict(l=2.5), "distinct l-diversity needs an integer l"),
+    (dict(l=2, l_variant="recursive"), "needs the constant c"),
+    (dict(l=2, l_variant="fancy"), "variant must be one of"),
+    (dict(t=1.5), "t must lie in [0, 1]"),
+    (dict(t=-0.1), "t must lie in [0, 1]"),
+    (dict(t=0.2, distance="manhattan"), "distance must be one of"),
+    (dict(n=0, t=0.2), "n must be an integer >= 1"),
+    (dict(n=10), "needs t as well as n"),
+    (dict(alpha=0.5), "needs k as well as alpha"),
+    (dict(alpha=1.5, k=2), "alpha must be a number in (0, 1]"),
+    (dict(delta=0), "delta must be a finite number > 0"),
+    (dict(), "no privacy model requested"),
+])
+def test_bad_parameters_name_the_parameter(engine, small, params, message):
+    with pytest.raises(InputError) as e:
+        check(small, "zip,age", "disease", engine=engine, **params)
+    assert message in str(e.value)
+
+
+def test_missing_column_lists_the_available_ones(engine, small):
+    with pytest.raises(InputError, match=r"column 'zipcode' not found in small; its columns are: zip, age, disease, salary"):
+        check(small, "zipcode,age", "disease", engine=engine, k=2)
+    with pytest.raises(InputError, match="column 'illness' not found"):
+        check(small, "zip,age", "illness", engine=engine, l=2)
+
+
+def test_sensitive_listed_as_qi(engine, small):
+    with pytest.raises(InputError, match="'disease' is given both as the sensitive attribute and as a quasi-identifier"):
+        check(small, "zip,disease", "disease", engine=engine, l=2)
+
+
+def test_duplicate_qi_and_missing_sensitive(engine, small):
+    with pytest.raises(InputError, match="listed twice"):
+        check(small, "zip,zip", engine=engine, k=2)
+    with pytest.raises(InputError, match="needs a sensitive attribute"):
+        check(small, "zip", engine=engine, l=2)
+
+
+def test_empty_table(engine):
+    engine.execute("CREATE TABLE empty (zip VARCHAR, disease VARCHAR)")
+    with pytest.raises(InputError, match="empty: there is nothing to check"):
+        check("empty", "zip", "disease", engine=engine, k=2)
+
+
+def test_unknown_source(engine):
+    with pytest.raises(InputError, match="no table or view named 'nope.csv'"):
+        check("nope.csv", "zip", engine=engine, k=2)
+
+
+def test_non_numeric_values_in_a_numeric_qi_are_listed(engine):
+    need_shared()
+    with pytest.raises(InputError, match=r"numeric attribute 'age' holds non-numeric values: '4e', '7f'"):
+        check(str(DATASETS / "toy" / "test_dirty.csv"), "age,gender", engine=engine, k=2, kinds={"age": "numeric"})
+
+
+def test_infeasible_k_and_l_say_why(engine, small):
+    r = check(small, "zip", "disease", engine=engine, k=5, l=3)
+    assert not r.holds
+    assert "k = 5 exceeds the table's 4 rows" in r["k-anonymity"].note
+    assert "l = 3 exceeds the 2 distinct values of 'disease'" in r["l-diversity"].note
+    p = check(small, "zip", "disease", engine=engine, l=2, l_variant="probabilistic")
+    assert "covers 3 of 4 rows, more than 1/2" in p["l-diversity"].note
+
+
+@pytest.mark.parametrize("nasty", NASTY)
+def test_hostile_identifiers_work_and_cannot_inject(engine, nasty):
+    engine.execute("CREATE TABLE victim (x INTEGER)")
+    table = f"t; DROP TABLE victim; {nasty}"
+    make_table(engine, table, [nasty, "disease"], [("a", "flu"), ("a", "hiv"), ("b", "flu"), ("b", "flu")])
+    r = check(table, [nasty], "disease", engine=engine, k=2, l=2, t=0.5)
+    assert r["k-anonymity"].holds and r["k-anonymity"].achieved == {"k": 2}
+    v = r["l-diversity"]
+    assert not v.holds and v.violations[0].key == {nasty: "b"} and v.violations[0].distribution == {"flu": 2}
+    assert engine.exists("victim") and engine.exists(table)
+
+
+def test_null_qi_is_a_value_of_its_own(engine):
+    t = make_table(engine, "nulls", ["zip", "disease"],
+                   [(None, "flu"), (None, "hiv"), ("476", "flu"), ("476", "cancer"), ("476", "flu")])
+    r = check(t, "zip", "disease", engine=engine, k=3, l=2, max_groups=None)
+    assert r.groups == 2
+    v = r["k-anonymity"]
+    assert v.achieved == {"k": 2} and [g.key for g in v.violations] == [{"zip": None}]
+    assert r["l-diversity"].holds
+
+
+def test_null_sensitive_value_is_a_value_of_its_own(engine):
+    t = make_table(engine, "nullsa", ["zip", "disease"], [("a", None), ("a", "flu"), ("b", None), ("b", None)])
+    r = check(t, "zip", "disease", engine=engine, l=2, t=0, max_groups=None)
+    assert r["l-diversity"].achieved == {"l": 1}
+    assert r["l-diversity"].violations[0].distribution == {None: 2}
+    # Q = (NULL 3/4, flu 1/4); group a = (1/2, 1/2): equal EMD 1/4; group b = (1, 0): 1/4
+    assert r["t-closeness"].achieved == {"t": F(1, 4)}
+
+
+def test_column_key_fallback_gives_the_same_report(engine, monkeypatch):
+    rows = [("476**", "2*", "Heart Disease", 3), ("476**", "2*", "Heart Disease", 4), ("476**", "2*", "Cancer", 5),
+            ("4790*", ">=40", "Flu", 6), ("4790*", ">=40", "Heart Disease", 11), ("4790*", ">=40", "Cancer", 8),
+            (None, "3*", "Heart Disease", 7), (None, "3*", None, 9), (None, "3*", "Cancer", 10)]
+    t = make_table(engine, "fb", ["zip", "age", "disease", "salary"], rows)
+    params = dict(k=4, l=3, t=0.1)
+    coded = check(t, "zip,age", "disease", engine=engine, **params).to_dict()
+    nt_coded = check(t, "zip,age", "salary", engine=engine, n=4, t=0.1).to_dict()
+    monkeypatch.setattr(check_mod, "KEY_LIMIT", 1)
+    assert check(t, "zip,age", "disease", engine=engine, **params).to_dict() == coded
+    assert check(t, "zip,age", "salary", engine=engine, n=4, t=0.1).to_dict() == nt_coded
+    assert coded["verdicts"][0]["violations"][0]["key"] == {"zip": "476**", "age": "2*"}
