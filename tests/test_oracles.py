@@ -128,3 +128,31 @@ def test_delta_and_alpha_oracle(rows, delta, alpha, k):
     assert av.achieved["alpha"] == max(Fraction(max(x.count(s) for s in x), len(x)) for x in groups.values())
     assert set(group_values(av)) == {g for g, x in groups.items()
                                      if len(x) < k or Fraction(max(x.count(s) for s in x), len(x)) > Fraction(str(alpha))}
+
+
+@SETTINGS
+@given(ROWS, st.lists(st.sampled_from(["x", "y", "z"]), min_size=4, max_size=4), st.booleans())
+def test_hierarchical_t_closeness_oracle(rows, parents, two_levels):
+    from anonydb.hierarchy import Hierarchy
+
+    values = [10, 20, 30, 40]
+    chains = {}
+    for v, p in zip(values, parents):
+        mid = [p, "xy" if p in "xy" else "z"] if two_levels else [p]
+        chains[v] = [str(v)] + mid + ["*"]
+    h = Hierarchy.from_rows(chains.values())
+    H = h.height
+    chains[None] = [None] + [f"null{i}" for i in range(1, H)] + ["*"]  # NULL: its own chain under the root
+    dist = oracle.dist_hier(chains)
+    e = anonydb.connect()
+    try:
+        make_table(e, "r", ["q1", "q2", "s"], rows)
+        v = check("r", ["q1", "q2"], "s", engine=e, max_groups=None, t=0, hierarchies={"s": h})["t-closeness"]
+    finally:
+        e.close()
+    groups = oracle.groups_of(rows, [0, 1], 2)
+    q = oracle.distribution([r[2] for r in rows])
+    got = group_values(v)
+    for g, vals in groups.items():
+        d = oracle.emd_lp(oracle.distribution(vals), q, dist)
+        assert float(got.get(g, Fraction(0))) == pytest.approx(d, abs=1e-7)
