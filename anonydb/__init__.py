@@ -13,6 +13,10 @@ if not _os.path.isdir(_os.path.join(_here, "udfs")) and _os.path.isfile(_os.path
 
 from .engine import DuckDBEngine, Engine, connect  # noqa: E402
 from .errors import AnonyDBError, InfeasibleError, InputError, SQLError  # noqa: E402
+from .checker import Report, check  # noqa: E402
+from .hierarchy import Hierarchy  # noqa: E402
+from .generalize import generalize  # noqa: E402
+from .sqlfuncs import register, unregister  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -20,8 +24,14 @@ __all__ = [
     "AnonyDBError",
     "DuckDBEngine",
     "Engine",
+    "Hierarchy",
     "InfeasibleError",
     "InputError",
+    "Report",
     "SQLError",
+    "check",
     "connect",
+    "generalize",
+    "register",
+    "unregister",
 ]

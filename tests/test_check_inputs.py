@@ -6,9 +6,9 @@ from fractions import Fraction as F
 
 import pytest
 
-import anonydb.check as check_mod
+import anonydb.checker as check_mod
 from anonydb import InputError
-from anonydb.check import check
+from anonydb.checker import check
 from conftest import DATASETS, make_table, need_shared
 
 NASTY = ['zip "code"; DROP TABLE victim; --', "âge ünïcode", "col with spaces", "select"]

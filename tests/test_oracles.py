@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import anonydb
-from anonydb.check import check
+from anonydb.checker import check
 from conftest import make_table
 import oracle
 

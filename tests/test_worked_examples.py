@@ -11,7 +11,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from anonydb.check import check
+from anonydb.checker import check
 from anonydb.measures import discernibility
 from conftest import make_table
 
