@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -20,6 +22,13 @@ from .errors import SQLError
 from .sqlgen import Rendered, Templates, ident, temp_name
 
 
+@dataclass(frozen=True)
+class Logged:
+    sql: str
+    template: str | None
+    seconds: float
+
+
 class Engine(abc.ABC):
     """Base class: the few operations the rest of anonydb needs."""
 
@@ -27,7 +36,7 @@ class Engine(abc.ABC):
 
     def __init__(self) -> None:
         self.templates = Templates(self.dialect)
-        self.log: list[Rendered] = []  # every statement run, for plans and reports
+        self.log: list[Logged] = []  # every statement run and its duration, for plans and reports
 
     # -- to implement per backend ------------------------------------------------
     @abc.abstractmethod
@@ -44,11 +53,13 @@ class Engine(abc.ABC):
 
     def execute(self, stmt: str | Rendered, params: Sequence[Any] | None = None) -> None:
         r = stmt if isinstance(stmt, Rendered) else Rendered(stmt, None)  # type: ignore[arg-type]
-        self.log.append(r)
+        t0 = time.perf_counter()
         try:
             self._execute(r.sql, params)
         except Exception as e:  # the engine's own error type differs per backend
             raise SQLError(f"{type(e).__name__}: {e}", r.sql, r.template) from e
+        finally:
+            self.log.append(Logged(r.sql, r.template, time.perf_counter() - t0))
 
     def fetch(self, stmt: str | Rendered, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
         """Run a query and return its rows as dicts (small results only: reports, verdicts)."""
@@ -57,11 +68,13 @@ class Engine(abc.ABC):
 
     def fetch_rows(self, stmt: str | Rendered, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple]]:
         r = stmt if isinstance(stmt, Rendered) else Rendered(stmt, None)  # type: ignore[arg-type]
-        self.log.append(r)
+        t0 = time.perf_counter()
         try:
             return self._fetch(r.sql, params)
         except Exception as e:
             raise SQLError(f"{type(e).__name__}: {e}", r.sql, r.template) from e
+        finally:
+            self.log.append(Logged(r.sql, r.template, time.perf_counter() - t0))
 
     def scalar(self, stmt: str | Rendered, params: Sequence[Any] | None = None) -> Any:
         _, rows = self.fetch_rows(stmt, params)
