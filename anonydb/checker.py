@@ -151,42 +151,42 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
         raise InputError(f"max_groups must be an integer >= 0 or None, got {max_groups!r}")
     hierarchies = dict(hierarchies or {})
 
-    relation = open_source(eng, source)
-    types = validate_roles(eng, relation, qi_cols, sensitive, kinds, label=str(source))
-    for attr in hierarchies:
-        if attr not in qi_cols and attr != sensitive:
-            raise InputError(f"a hierarchy is given for {attr!r}, which is neither a quasi-identifier nor the sensitive attribute")
-    total = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")
-    if not total:
-        raise InputError(f"{source} is empty: there is nothing to check")
-    limit = max_groups if max_groups is not None else total
-
     with eng.scratch("check") as s:
+        relation = open_source(eng, source, scratch=s)
+        types = validate_roles(eng, relation, qi_cols, sensitive, kinds, label=str(source))
+        for attr in hierarchies:
+            if attr not in qi_cols and attr != sensitive:
+                raise InputError(f"a hierarchy is given for {attr!r}, which is neither a quasi-identifier "
+                                 f"nor the sensitive attribute")
         sa = sensitive if any(m.needs_sensitive for m in models) else None
-        coding = _group_coding(eng, s, relation, qi_cols)
+        coding, dict_table = _group_coding(eng, s, relation, qi_cols)
+        if coding is None and dict_table is None:
+            raise InputError(f"{source} is empty: there is nothing to check")
         if coding is not None:
             keys = ["_adb_gid"]
-            cells = s.table(eng.render("check_cells.sql.j2", qis=coding, keytype=_keytype(coding, eng.dialect),
-                                       sensitive=sa, source=relation))
+            cells = s.table(eng.render("check_cells.sql.j2", qis=coding, dict=dict_table,
+                                       keytype=_keytype(coding), sensitive=sa, source=relation))
         else:  # too many distinct QI tuples for an integer key: group by the columns themselves
             keys = qi_cols
             cells = s.table(eng.render("check_cells_columns.sql.j2", keys=qi_cols, sensitive=sa, source=relation))
         if sa:
             groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells))
             glob = s.table(eng.render("check_global.sql.j2", cells=cells))
-            domain = eng.scalar(f"SELECT count(*) FROM {ident(glob)}")
         else:
-            groups, glob, domain = cells, None, 0
+            groups, glob = cells, None
             eng.execute(f"ALTER TABLE {ident(cells)} RENAME COLUMN _adb_cnt TO _adb_n")
-        ngroups, smallest, largest = eng.fetch_rows(f"SELECT count(*), min(_adb_n), max(_adb_n) FROM {ident(groups)}")[1][0]
+        domain_sql = f"(SELECT count(*) FROM {ident(glob)})" if glob else "0"
+        ngroups, smallest, largest, total, domain = eng.fetch_rows(
+            f"SELECT count(*), min(_adb_n), max(_adb_n), sum(_adb_n), {domain_sql} FROM {ident(groups)}")[1][0]
+        limit = max_groups if max_groups is not None else int(total)
         ctx = GroupContext(
-            engine=eng, keys=keys, cells=cells, groups=groups, glob=glob, total=total, domain=domain,
+            engine=eng, keys=keys, cells=cells, groups=groups, glob=glob, total=int(total), domain=domain,
             sensitive=sa, sensitive_numeric=bool(sa) and is_numeric_type(types[sa]),
             sa_hierarchy=hierarchies.get(sensitive) if sensitive else None, scratch=s, qi_columns=qi_cols,
             coding=coding,
         )
-        verdicts = [_evaluate(m, ctx, limit, coding) for m in models]
-    return Report(source=str(source), qi=qi_cols, sensitive=sensitive, rows=total, groups=ngroups,
+        verdicts = [_evaluate(m, ctx, limit, dict_table) for m in models]
+    return Report(source=str(source), qi=qi_cols, sensitive=sensitive, rows=int(total), groups=ngroups,
                   smallest_group=smallest, largest_group=largest, verdicts=verdicts)
 
 
@@ -197,29 +197,31 @@ KEY_LIMIT = 2**127
 @dataclass
 class _Coded:
     column: str
-    dict: str
     card: int
     mult: int
 
 
-def _group_coding(eng: Engine, s: Any, relation: str, qi: list[str]) -> list[_Coded] | None:
-    """Dense codes per QI column and their mixed-radix multipliers; None when the product of
-    the cardinalities does not fit a 127-bit integer (then the key is the columns themselves)."""
+def _group_coding(eng: Engine, s: Any, relation: str, qi: list[str]) -> tuple[list[_Coded] | None, str | None]:
+    """Dense codes of every QI column (one scan) and the mixed-radix multipliers; (None, table)
+    when the product of the cardinalities does not fit a 127-bit integer (the key is then the
+    columns themselves), (None, None) when the source is empty."""
+    d = s.table(eng.render("check_dict.sql.j2", qis=qi, source=relation))
+    cards = dict(eng.fetch_rows(f"SELECT _adb_col, count(*) FROM {ident(d)} GROUP BY _adb_col")[1])
+    if not cards:
+        return None, None
     coded, mult = [], 1
-    for col in reversed(qi):  # the first QI is the most significant digit: gid order = value order
-        d = s.table(eng.render("check_dict.sql.j2", column=col, source=relation))
-        card = eng.scalar(f"SELECT count(*) FROM {ident(d)}")
-        coded.insert(0, _Coded(col, d, card, mult))
-        mult *= max(card, 1)
+    for i in reversed(range(len(qi))):  # the first QI is the most significant digit
+        coded.insert(0, _Coded(qi[i], cards[i], mult))
+        mult *= cards[i]
     if mult >= KEY_LIMIT or (mult >= 2**63 and eng.dialect != "duckdb"):
-        return None
-    return coded
+        return None, d
+    return coded, d
 
 
-def _keytype(coding: list[_Coded], dialect: str) -> str:
+def _keytype(coding: list[_Coded]) -> str:
     total = 1
     for c in coding:
-        total *= max(c.card, 1)
+        total *= c.card
     return "BIGINT" if total < 2**63 else "HUGEINT"
 
 
@@ -231,34 +233,50 @@ def _value(num: Any, den: Any) -> Any:
     return float(num) / float(den)
 
 
-def _evaluate(model: Model, ctx: GroupContext, limit: int, coding: list[_Coded] | None) -> Verdict:
+def _evaluate(model: Model, ctx: GroupContext, limit: int, dict_table: str | None) -> Verdict:
     eng, s = ctx.engine, ctx.scratch
     model.prepare(ctx)
-    verdicts = s.table(model.verdicts(ctx))
-    summary = eng.fetch(eng.render("verdict_summary.sql.j2", verdicts=verdicts))[0]
-    value = "CAST(_adb_num AS DOUBLE) / _adb_den"
-    order = f"{value} {'DESC' if model.worst == 'max' else 'ASC'} NULLS FIRST, " + ", ".join(f"{ident(k)} NULLS LAST" for k in ctx.keys)
-    worst_rows = eng.fetch(eng.render("verdict_top.sql.j2", verdicts=verdicts, keys=ctx.keys, order=order,
-                                      only_failing=False, limit=1))
-    worst = _value(worst_rows[0]["_adb_num"], worst_rows[0]["_adb_den"]) if worst_rows else None
+    verdicts = model.verdicts(ctx).sql
+    if model.materialize:  # expensive plans (EMDs, windows) run once, then are read twice
+        verdicts = f"SELECT * FROM {ident(s.table(verdicts))}"
+    summary = eng.fetch(eng.render("verdict_summary.sql.j2", verdicts=verdicts, worst=model.worst))[0]
+    worst = None if summary["valueless"] else _value(summary["worst_num"], summary["worst_den"])
     violations: list[GroupViolation] = []
     if summary["violating_groups"] and limit:
-        top = s.table(eng.render("verdict_top.sql.j2", verdicts=verdicts, keys=ctx.keys, order=order,
-                                 only_failing=True, limit=limit))
-        shown = eng.render("check_decode.sql.j2", rel=top, qis=coding) if coding else f"SELECT * FROM {ident(top)}"
-        dists: dict[Any, dict[Any, int]] = {}
-        if ctx.sensitive is not None:
-            for r in eng.fetch(eng.render("verdict_distribution.sql.j2", top=top, cells=ctx.cells, keys=ctx.keys)):
-                dists.setdefault(tuple(r[k] for k in ctx.keys), {})[r["_adb_sa"]] = int(r["_adb_cnt"])
-        for r in sorted(eng.fetch(shown), key=lambda r: r["_adb_rank"]):
+        value = "CAST(_adb_num AS DOUBLE) / _adb_den"
+        order = (f"{value} {'DESC' if model.worst == 'max' else 'ASC'} NULLS FIRST, "
+                 + ", ".join(f"{ident(k)} NULLS LAST" for k in ctx.keys))
+        decode = eng.render("check_decode.sql.j2", rel="top", qis=ctx.coding, dict=dict_table).sql if ctx.coding else ""
+        rows = eng.fetch(eng.render("verdict_violators.sql.j2", verdicts=verdicts, keys=ctx.keys, order=order,
+                                    limit=limit, coding=bool(ctx.coding), decode=decode, cells=ctx.cells,
+                                    with_sa=ctx.sensitive is not None))
+        by_key: dict[Any, GroupViolation] = {}
+        for r in rows:
             gk = tuple(r[k] for k in ctx.keys)
-            dist = dists.get(gk, {}) if ctx.sensitive is not None else None
-            if dist:
-                dist = dict(sorted(dist.items(), key=lambda kv: (-kv[1], str(kv[0]))))
-            violations.append(GroupViolation(key={q: r[q] for q in ctx.qi_columns}, size=int(r["_adb_n"]),
-                                             value=_value(r["_adb_num"], r["_adb_den"]), distribution=dist))
+            g = by_key.get(gk)
+            if g is None:
+                g = by_key[gk] = GroupViolation(
+                    key={q: r[q] for q in ctx.qi_columns}, size=int(r["_adb_n"]),
+                    value=_value(r["_adb_num"], r["_adb_den"]), distribution={} if ctx.sensitive else None)
+            if ctx.sensitive is not None and r.get("_adb_cnt") is not None:
+                g.distribution[r["_adb_sa"]] = int(r["_adb_cnt"])
+        violations = sorted(by_key.values(), key=_worst_first(model.worst))
+        for g in violations:
+            if g.distribution:
+                g.distribution = dict(sorted(g.distribution.items(), key=lambda kv: (-kv[1], str(kv[0]))))
     note = model.feasibility_note(ctx) or getattr(model, "note", "")
     achieved = model.achieved(worst, ctx) if worst is not None or model.worst == "max" else {}
     return Verdict(model=model.name, params=model.params, holds=summary["violating_groups"] == 0,
                    achieved=achieved, groups=summary["groups"], violating_groups=summary["violating_groups"],
                    violating_rows=int(summary["violating_rows"]), violations=violations, note=note)
+
+
+def _worst_first(worst: str):
+    """Sort key: valueless groups first, then by value (descending for 'max'), then by QI values."""
+    def key(g: GroupViolation):
+        v = g.value
+        if v is None:
+            return (0, 0.0, [])
+        x = float(v)
+        return (1, -x if worst == "max" else x, [(k is None, k) for k in g.key.values()])
+    return key

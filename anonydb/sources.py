@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .engine import Engine
 from .errors import InputError
-from .sqlgen import ident, literal, temp_name
+from .sqlgen import literal, temp_name
 
 CSV_SUFFIXES = {".csv", ".tsv", ".txt", ".dat"}
 PARQUET_SUFFIXES = {".parquet", ".pq"}
@@ -28,8 +28,9 @@ def sniff_delimiter(path: Path) -> str:
         return max(counts, key=counts.get) if max(counts.values()) else ","
 
 
-def open_source(engine: Engine, source: str | Path) -> str:
-    """The name of a relation holding ``source``: the table itself, or a temp view over the file."""
+def open_source(engine: Engine, source: str | Path, scratch=None) -> str:
+    """The name of a relation holding ``source``: the table itself, or the file read once into a
+    temporary table (dropped with ``scratch``; a view would re-read the file on every scan)."""
     name = str(source)
     if not isinstance(source, Path) and engine.exists(name):
         return name
@@ -38,12 +39,14 @@ def open_source(engine: Engine, source: str | Path) -> str:
         raise InputError(f"no table or view named {name!r} in the database and no file at that path")
     if path.is_dir():
         raise InputError(f"{name!r} is a directory, not a table or a data file")
-    view = temp_name("source")
     suffix = path.suffix.lower()
     if suffix in PARQUET_SUFFIXES:
         select = f"SELECT * FROM read_parquet({literal(str(path))})"
     else:
         delim = sniff_delimiter(path)
         select = f"SELECT * FROM read_csv({literal(str(path))}, delim = {literal(delim)}, header = true)"
-    engine.execute(f"CREATE OR REPLACE TEMP VIEW {ident(view)} AS {select}")
-    return view
+    if scratch is not None:
+        return scratch.table(select)
+    name = temp_name("source")
+    engine.create_table_as(name, select, temp=True)
+    return name

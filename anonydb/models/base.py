@@ -116,6 +116,8 @@ class Model(abc.ABC):
     worst: str = "min"
     #: preserved by further generalization (sound to prune a lattice with)
     monotonic: bool = True
+    #: the verdict plan is expensive (EMDs, windows): materialize it once rather than inline it twice
+    materialize: bool = False
 
     @property
     @abc.abstractmethod

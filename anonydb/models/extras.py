@@ -40,6 +40,7 @@ class AlphaKAnonymity(Model):
 
 
 class DeltaDisclosure(Model):
+    materialize = True
     name = "delta-disclosure"
     worst = "max"
 

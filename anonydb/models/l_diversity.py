@@ -38,6 +38,7 @@ class LDiversity(Model):
             raise InputError(f"c applies to recursive (c,l)-diversity only, not to the {variant} variant")
         self.l, self.variant, self.c = (int(l) if int(l) == l else l), variant, c
         self.name = f"l-diversity ({variant})" if variant != "recursive" else "l-diversity (recursive (c,l))"
+        self.materialize = variant == "recursive"
 
     @property
     def params(self) -> dict[str, Any]:

@@ -22,6 +22,7 @@ MAX_SUBSET_QIS = 12
 
 
 class NTCloseness(Model):
+    materialize = True
     name = "(n,t)-closeness"
     worst = "max"
 

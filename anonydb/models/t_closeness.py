@@ -67,6 +67,7 @@ def emd_sql(ctx: GroupContext, distance: str, p_rel: str, q_rel: str, keys: list
 
 
 class TCloseness(Model):
+    materialize = True
     name = "t-closeness"
     worst = "max"
 
