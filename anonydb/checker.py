@@ -183,7 +183,7 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
             engine=eng, keys=keys, cells=cells, groups=groups, glob=glob, total=int(total), domain=domain,
             sensitive=sa, sensitive_numeric=bool(sa) and is_numeric_type(types[sa]),
             sa_hierarchy=hierarchies.get(sensitive) if sensitive else None, scratch=s, qi_columns=qi_cols,
-            coding=coding,
+            coding=coding, keytype=_keytype(coding) if coding else "BIGINT",
         )
         verdicts = [_evaluate(m, ctx, limit, dict_table) for m in models]
     return Report(source=str(source), qi=qi_cols, sensitive=sensitive, rows=int(total), groups=ngroups,

@@ -44,6 +44,7 @@ class GroupContext:
     qi_columns: list[str] = field(default_factory=list)  # the QI columns the keys stand for
     #: with keys = ["_adb_gid"]: per QI column (column, dict table, card, mult) of the mixed-radix key
     coding: list[Any] | None = None
+    keytype: str = "BIGINT"
 
 
 @dataclass

@@ -59,15 +59,14 @@ class NTCloseness(Model):
 
     def verdicts(self, ctx: GroupContext):
         e, s = ctx.engine, ctx.scratch
-        small = s.table(f"SELECT {', '.join(ident(k) for k in ctx.keys)}, _adb_n, row_number() OVER () AS _adb_gid "
+        small = s.table(f"SELECT {', '.join(ident(k) for k in ctx.keys)}, _adb_n, row_number() OVER () AS _adb_sg "
                         f"FROM {ident(ctx.groups)} WHERE _adb_n < {self.n}")
         coding = ctx.coding
         subsets = self.subsets(coding if coding else ctx.keys)
-        pairs = s.table(e.render("nt_closeness_pairs.sql.j2", subsets=subsets, cells=ctx.cells, small=small,
-                                 keys=ctx.keys, n=self.n, coding=bool(coding)))
-        p_rel = s.table(f"SELECT _adb_pid, _adb_sa, _adb_cnt FROM {ident(pairs)} WHERE _adb_side = 'p'")
-        q_rel = s.table(f"SELECT _adb_pid, _adb_sa, _adb_cnt FROM {ident(pairs)} WHERE _adb_side = 'q'")
-        emd = emd_sql(ctx, self.distance, p_rel, q_rel, ["_adb_pid"], ["_adb_pid"], self._hier)
+        common = dict(subsets=subsets, cells=ctx.cells, n=self.n, coding=coding, keytype=ctx.keytype, keys=ctx.keys)
+        sups = s.table(e.render("nt_supersets.sql.j2", **common))
+        pairs = s.table(e.render("nt_pairs.sql.j2", small=small, sups=sups, **common))
+        emd = emd_sql(ctx, self.distance, pairs, sups, ["_adb_pid"], ["_adb_set", "_adb_sup"], self._hier)
         return e.render("nt_closeness_verdicts.sql.j2", emd=emd.sql, pairs=pairs, keys=ctx.keys,
                         groups=ctx.groups, small=small, n=self.n, t_num=self.tf.numerator, t_den=self.tf.denominator)
 
