@@ -60,10 +60,17 @@ class Rendered:
 
 
 class Templates:
-    """The template environment for one dialect."""
+    """The template environment for one target dialect.
+
+    Templates are written in DuckDB's SQL (the source dialect sqlglot reads them in); identifiers
+    are quoted for DuckDB, and ``dialect`` (the target) selects the few constructs that differ
+    (see sql/_macros.sql.j2). An engine for another dialect transpiles the rendered statement
+    with :func:`transpile`.
+    """
 
     def __init__(self, dialect: str = "duckdb"):
         self.dialect = dialect
+        quoting = "duckdb"
         loader = jinja2.FunctionLoader(_load_template)
         self.env = jinja2.Environment(
             loader=loader,
@@ -73,10 +80,10 @@ class Templates:
             lstrip_blocks=True,
             keep_trailing_newline=False,
         )
-        self.env.filters["ident"] = lambda n: ident(n, dialect)
-        self.env.filters["literal"] = lambda v: literal(v, dialect)
+        self.env.filters["ident"] = lambda n: ident(n, quoting)
+        self.env.filters["literal"] = lambda v: literal(v, quoting)
         self.env.filters["idents"] = lambda ns, prefix="": ", ".join(
-            (prefix + "." if prefix else "") + ident(n, dialect) for n in ns
+            (prefix + "." if prefix else "") + ident(n, quoting) for n in ns
         )
         self.env.globals["dialect"] = dialect
 
