@@ -264,7 +264,7 @@ def _evaluate(model: Model, ctx: GroupContext, limit: int, dict_table: str | Non
         for g in violations:
             if g.distribution:
                 g.distribution = dict(sorted(g.distribution.items(), key=lambda kv: (-kv[1], str(kv[0]))))
-    note = model.feasibility_note(ctx) or getattr(model, "note", "")
+    note = model.feasibility_note(ctx) or model.note
     achieved = model.achieved(worst, ctx) if worst is not None or model.worst == "max" else {}
     return Verdict(model=model.name, params=model.params, holds=summary["violating_groups"] == 0,
                    achieved=achieved, groups=summary["groups"], violating_groups=summary["violating_groups"],

@@ -131,3 +131,39 @@ def test_column_key_fallback_gives_the_same_report(engine, monkeypatch):
     assert check(t, "zip,age", "disease", engine=engine, **params).to_dict() == coded
     assert check(t, "zip,age", "salary", engine=engine, n=4, t=0.1).to_dict() == nt_coded
     assert coded["verdicts"][0]["violations"][0]["key"] == {"zip": "476**", "age": "2*"}
+
+
+def test_hierarchy_missing_sensitive_values_is_named(engine, small):
+    from anonydb import Hierarchy
+
+    h = Hierarchy.from_rows([["flu", "infection", "*"], ["cold", "infection", "*"]])
+    with pytest.raises(InputError, match="hiv"):
+        check(small, "zip", "disease", engine=engine, t=0.3, hierarchies={"disease": h})
+
+
+def test_hierarchy_for_an_unused_attribute_is_refused(engine, small):
+    from anonydb import Hierarchy
+
+    h = Hierarchy.from_rows([["1", "*"]])
+    with pytest.raises(InputError, match="neither a quasi-identifier nor the sensitive attribute"):
+        check(small, "zip", "disease", engine=engine, k=2, hierarchies={"salary": h})
+
+
+def test_a_users_own_duckdb_connection_is_used_and_left_open():
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE mine AS SELECT * FROM (VALUES ('a', 1), ('a', 2), ('b', 1)) v(q, s)")
+    r = check("mine", "q", "s", engine=con, k=2)
+    assert r["k-anonymity"].achieved == {"k": 1}
+    # scratch tables are gone, the source is untouched, the connection still works
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__check%'").fetchall() == [(0,)]
+    assert con.execute("SELECT count(*) FROM mine").fetchall() == [(3,)]
+    con.close()
+
+
+def test_scratch_tables_are_dropped_after_a_failure(engine, small):
+    with pytest.raises(InputError):
+        check(small, "zip", "disease", engine=engine, t=0.3, distance="hierarchical")  # no hierarchy given
+    left = engine.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__check%'")
+    assert left == 0

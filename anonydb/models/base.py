@@ -117,6 +117,8 @@ class Model(abc.ABC):
     worst: str = "min"
     #: preserved by further generalization (sound to prune a lattice with)
     monotonic: bool = True
+    #: a remark for the report (set by prepare), e.g. how a default was resolved
+    note: str = ""
     #: the verdict plan is expensive (EMDs, windows): materialize it once rather than inline it twice
     materialize: bool = False
 

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import InputError
 from ..sqlgen import ident
 from .base import GroupContext, Model
-from .t_closeness import DISTANCES, check_t, default_distance, emd_sql, hierarchy_table
+from .t_closeness import DISTANCES, check_t, emd_sql, prepare_distance
 
 MAX_SUBSET_QIS = 12
 
@@ -42,11 +42,7 @@ class NTCloseness(Model):
         return {"n": self.n, "t": self.t, "distance": self.distance, "supersets": self.supersets}
 
     def prepare(self, ctx: GroupContext) -> None:
-        self.distance = self.distance or default_distance(ctx)
-        if self.distance == "hierarchical":
-            if ctx.sa_hierarchy is None:
-                raise InputError(f"hierarchical distance needs a hierarchy for the sensitive attribute {ctx.sensitive!r}")
-            self._hier = hierarchy_table(ctx)
+        self.distance, self._hier, self.note = prepare_distance(ctx, self.distance)
         self.name = f"(n,t)-closeness ({self.distance} EMD)"
 
     def subsets(self, keys: list) -> list[list]:

@@ -51,6 +51,20 @@ def hierarchy_table(ctx: GroupContext) -> tuple[str, int]:
     return name, h.height
 
 
+def prepare_distance(ctx: GroupContext, distance: str | None) -> tuple[str, tuple[str, int] | None, str]:
+    """Resolve the ground distance for ``ctx`` (the default when None), materialize the sensitive
+    attribute's hierarchy when it is hierarchical; returns (distance, hierarchy table, note)."""
+    distance = distance or default_distance(ctx)
+    hier, note = None, ""
+    if distance == "hierarchical":
+        if ctx.sa_hierarchy is None:
+            raise InputError(f"hierarchical distance needs a hierarchy for the sensitive attribute {ctx.sensitive!r}")
+        hier = hierarchy_table(ctx)
+    if distance == "ordered" and not ctx.sensitive_numeric:
+        note = f"ordered distance over {ctx.sensitive!r} uses the values' sort order"
+    return distance, hier, note
+
+
 def emd_sql(ctx: GroupContext, distance: str, p_rel: str, q_rel: str, keys: list[str], qkeys: list[str],
             hier: tuple[str, int] | None = None, sizes: str | None = None) -> Rendered:
     """The EMD plan for ``distance``: per group of p_rel, (keys..., _adb_n, _adb_num, _adb_den).
@@ -95,14 +109,7 @@ class TCloseness(Model):
         return p
 
     def prepare(self, ctx: GroupContext) -> None:
-        self.distance = self.distance or default_distance(ctx)
-        if self.distance == "hierarchical":
-            if ctx.sa_hierarchy is None:
-                raise InputError(f"hierarchical distance needs a hierarchy for the sensitive attribute {ctx.sensitive!r}")
-            self._hier = hierarchy_table(ctx)
-        if self.distance == "ordered" and not ctx.sensitive_numeric:
-            # ordered distance on text orders the values alphabetically; allowed, but say so
-            self.note = f"ordered distance over {ctx.sensitive!r} uses the values' sort order"
+        self.distance, self._hier, self.note = prepare_distance(ctx, self.distance)
         self.name = f"t-closeness ({self.distance} EMD)"
         if self.reference == "uniform":
             self.name += " [paper-compatible uniform Q]"
