@@ -18,6 +18,12 @@ def engine():
     e.close()
 
 
+@pytest.fixture
+def datasets() -> Path:
+    """The shared datasets folder (the test skips, with the reason, when it is absent)."""
+    return need_shared()
+
+
 def need_shared() -> Path:
     if not DATASETS.is_dir():
         pytest.skip(f"the shared datasets folder {DATASETS} is absent (it sits beside the repository)")

@@ -16,17 +16,9 @@ from anonydb.hierarchy import Hierarchy
 from anonydb.sqlgen import ident, literal
 from conftest import make_table
 
-DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
 ZIP_LEVEL2 = {3: "476**", 4: "476**", 5: "476**", 6: "479**", 11: "479**", 8: "479**", 7: "476**", 9: "476**",
               10: "476**"}  # test2.csv, keyed by Salary (unique per row)
-
-
-@pytest.fixture
-def datasets() -> Path:
-    if not DATASETS.is_dir():
-        pytest.skip(f"shared datasets folder {DATASETS} is absent (it sits beside the repository)")
-    return DATASETS
 
 
 @pytest.fixture

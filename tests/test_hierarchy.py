@@ -14,16 +14,8 @@ from anonydb.hierarchy import (DateHierarchy, EnumeratedHierarchy, Hierarchy, In
 from anonydb.sqlgen import ident, literal
 from conftest import make_table
 
-DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 ADULT_ATTRS = ["age", "education", "marital-status", "native-country", "occupation", "race", "salary-class", "sex",
                "workclass"]
-
-
-@pytest.fixture
-def datasets() -> Path:
-    if not DATASETS.is_dir():
-        pytest.skip(f"shared datasets folder {DATASETS} is absent (it sits beside the repository)")
-    return DATASETS
 
 
 def load_csv(engine, name: str, path: Path) -> str:

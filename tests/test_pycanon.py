@@ -25,8 +25,9 @@ pd = pytest.importorskip("pandas", reason="pandas is needed to feed pycanon")
 from pycanon import anonymity as pa  # noqa: E402
 
 import anonydb  # noqa: E402
+from anonydb.sqlgen import literal  # noqa: E402
 
-DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+from conftest import DATASETS  # noqa: E402
 ADULT = DATASETS / "adult" / "adult.csv"
 
 FULL_QI = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass"]
@@ -100,7 +101,7 @@ def adult():
     if not ADULT.is_file():
         pytest.skip(f"the Adult data set {ADULT} is absent (the shared datasets folder sits beside the repository)")
     e = anonydb.connect()
-    e.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT}', delim = ';', header = true)")
+    e.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv({literal(str(ADULT))}, delim = ';', header = true)")
     df = pd.read_csv(ADULT, sep=";")
     yield e, df
     e.close()
