@@ -100,6 +100,3 @@ def transpile(sql: str, write: str, read: str = "duckdb") -> str:
     """Transpile a generated statement to another dialect (for the engines to come)."""
     return ";\n".join(sqlglot.transpile(sql, read=read, write=write))
 
-
-def idents(names: Iterable[str], dialect: str = "duckdb", prefix: str = "") -> str:
-    return ", ".join((prefix + "." if prefix else "") + ident(n, dialect) for n in names)

@@ -12,7 +12,7 @@ from fractions import Fraction as F
 import pytest
 
 from anonydb.checker import check
-from anonydb.measures import discernibility
+from anonydb.measures import average_class_size, discernibility
 from conftest import make_table
 
 TABLE_1_3 = [  # (zip, age, disease) of the 3-anonymous Table 1.3
@@ -71,6 +71,8 @@ def test_thesis_table_1_3_recursive_c2_needs_c_above_2(engine, t13):
 
 def test_thesis_table_1_3_dm_27_and_equal_emd(engine, t13):
     assert discernibility(t13, ["zip", "age"], engine=engine) == 27
+    assert discernibility(t13, ["zip", "age"], engine=engine, suppressed=1) == 27 + 10  # a suppressed record costs |T|
+    assert average_class_size(t13, ["zip", "age"], 3, engine=engine) == 1.0  # (9 / 3) / 3
     v = check(t13, ["zip", "age"], "disease", engine=engine, t=0)["t-closeness"]
     assert values_by_group(v) == {tuple(G1.values()): F(4, 9), tuple(G2.values()): F(2, 9), tuple(G3.values()): F(1, 3)}
     assert v.achieved == {"t": F(4, 9)}
