@@ -108,6 +108,13 @@ def as_fraction(value: Any, name: str) -> Fraction:
     return f
 
 
+def check_count(value: Any, name: str) -> int:
+    """A record count parameter (k, n): an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+    return value
+
+
 class Model(abc.ABC):
     """A privacy model: one module each, used by the checks and by every anonymizer."""
 

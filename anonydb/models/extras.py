@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..sqlgen import ident
-from .base import GroupContext, Model, as_fraction
+from .base import GroupContext, Model, as_fraction, check_count
 
 
 class AlphaKAnonymity(Model):
@@ -20,8 +20,7 @@ class AlphaKAnonymity(Model):
     worst = "max"
 
     def __init__(self, alpha: float, k: int):
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InputError(f"k must be an integer >= 1, got {k!r}")
+        check_count(k, "k")
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1:
             raise InputError(f"alpha must be a number in (0, 1], got {alpha!r}")
         self.alpha, self.k, self.af = alpha, k, as_fraction(alpha, "alpha")

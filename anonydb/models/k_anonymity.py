@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InputError
-from .base import GroupContext, Model
+from .base import GroupContext, Model, check_count
 
 
 class KAnonymity(Model):
@@ -16,9 +15,7 @@ class KAnonymity(Model):
     needs_sensitive = False
 
     def __init__(self, k: int):
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InputError(f"k must be an integer >= 1, got {k!r}")
-        self.k = k
+        self.k = check_count(k, "k")
 
     @property
     def params(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..sqlgen import ident
-from .base import GroupContext, Model
+from .base import GroupContext, Model, check_count
 from .t_closeness import DISTANCES, check_t, emd_sql, prepare_distance
 
 MAX_SUBSET_QIS = 12
@@ -27,8 +27,7 @@ class NTCloseness(Model):
     worst = "max"
 
     def __init__(self, n: int, t: float, distance: str | None = None, supersets: str = "subsets"):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise InputError(f"n must be an integer >= 1, got {n!r}")
+        check_count(n, "n")
         self.n, self.t, self.tf = n, t, check_t(t)
         if distance is not None and distance not in DISTANCES:
             raise InputError(f"distance must be one of {', '.join(DISTANCES)}, got {distance!r}")
