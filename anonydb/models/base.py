@@ -45,6 +45,11 @@ class GroupContext:
     #: with keys = ["_adb_gid"]: per QI column (column, dict table, card, mult) of the mixed-radix key
     coding: list[Any] | None = None
     keytype: str = "BIGINT"
+    #: (n,t)-closeness with caller-named supersets (Mondrian's Parent(P)): ancestors(_adb_pid,
+    #: _adb_ref) maps a group's partition to its references, whose distributions are
+    #: references(_adb_set = 0, _adb_sup = ref, _adb_sa, _adb_cnt)
+    ancestors: str | None = None
+    references: str | None = None
 
 
 @dataclass

@@ -56,11 +56,17 @@ class NTCloseness(Model):
         e, s = ctx.engine, ctx.scratch
         small = s.table(f"SELECT {', '.join(ident(k) for k in ctx.keys)}, _adb_n, row_number() OVER () AS _adb_sg "
                         f"FROM {ident(ctx.groups)} WHERE _adb_n < {self.n}")
-        coding = ctx.coding
-        subsets = self.subsets(coding if coding else ctx.keys)
-        common = dict(subsets=subsets, cells=ctx.cells, n=self.n, coding=coding, keytype=ctx.keytype, keys=ctx.keys)
-        sups = s.table(e.render("nt_supersets.sql.j2", **common))
-        pairs = s.table(e.render("nt_pairs.sql.j2", small=small, sups=sups, **common))
+        if ctx.ancestors is not None:  # the caller names the supersets (Mondrian: Parent(P))
+            sups = ctx.references
+            pairs = s.table(e.render("nt_pairs_given.sql.j2", small=small, sups=sups, ancestors=ctx.ancestors,
+                                     cells=ctx.cells, keys=ctx.keys, n=self.n))
+        else:
+            coding = ctx.coding
+            subsets = self.subsets(coding if coding else ctx.keys)
+            common = dict(subsets=subsets, cells=ctx.cells, n=self.n, coding=coding, keytype=ctx.keytype,
+                          keys=ctx.keys)
+            sups = s.table(e.render("nt_supersets.sql.j2", **common))
+            pairs = s.table(e.render("nt_pairs.sql.j2", small=small, sups=sups, **common))
         emd = emd_sql(ctx, self.distance, pairs, sups, ["_adb_pid"], ["_adb_set", "_adb_sup"], self._hier)
         return e.render("nt_closeness_verdicts.sql.j2", emd=emd.sql, pairs=pairs, keys=ctx.keys,
                         groups=ctx.groups, small=small, n=self.n, t_num=self.tf.numerator, t_den=self.tf.denominator)

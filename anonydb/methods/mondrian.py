@@ -1,0 +1,524 @@
+"""Mondrian multidimensional partitioning as level-wise SQL plans.
+
+LeFevre, DeWitt & Ramakrishnan (ICDE 2006), as adapted to every privacy model in Li's thesis
+(spec-closeness-slicing 5.1, and Fig 2.1 / 5.2 for (n,t)-closeness). Top-down binary cuts: a
+partition is cut on its widest dimension (normalized span) at the median, and the cut is
+*allowable* when every half satisfies every configured model; otherwise the next-widest
+dimension is tried (``try_all_dims``), and a partition with no allowable cut is final.
+
+The plan is level-wise: every round handles all open partitions at once with a few set-based
+statements over a partition-id column (``sql/mondrian_*.sql.j2``): sizes and code ranges per
+partition, ranked cut dimensions, a histogram per partition over its cut dimension, the median
+cut, the halves' counts, the models' verdicts with keys (partition, side), and the relabelling of
+the rows. Python loops over rounds and over the (at most d) dimension attempts of a round, never
+over rows or partitions. The halves are judged by the same model code that checks a finished
+table (:mod:`anonydb.models`), and the release is verified by :func:`anonydb.checker.check`
+before it is written (fail closed).
+
+Codes: a numeric QI is cut on its values, a date on epoch seconds, a categorical one on codes in
+a stable value order (sorted values; NULL last) or, with a hierarchy, in the hierarchy's
+depth-first leaf order, where a cut splits the partition's lowest common ancestor into its
+children (a multiway cut).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Iterable
+
+from ..checker import build_models, check
+from ..engine import Engine, connect
+from ..errors import AnonyDBError, InfeasibleError, InputError
+from ..hierarchy import EnumeratedHierarchy, Hierarchy
+from ..models import GroupContext, Model, NTCloseness
+from ..schema import RESERVED_PREFIX, is_numeric_type, kind_of_type, split_list, validate_roles
+from ..sources import open_source
+from ..sqlgen import ident, literal
+
+
+@dataclass
+class _QI:
+    column: str
+    kind: str  # numeric | date | ordered | hierarchical
+    dict: str | None = None  # (value, code) table for categorical QIs
+    hier: bool = False
+    range: float = 0.0  # global max code - min code (hierarchical: leaves - 1)
+    hierarchy: EnumeratedHierarchy | None = None
+    card: int = 0  # categorical: number of values (hierarchical: leaves)
+
+
+@dataclass
+class MondrianResult:
+    """A verified Mondrian release and what it cost."""
+
+    table: str
+    rows: int
+    classes: int
+    rounds: int
+    seconds: float
+    utility: dict[str, Any]
+    report: Any  # anonydb.checker.Report of the verification
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def format(self) -> str:
+        u = self.utility
+        lines = [f"release {self.table}: {self.rows} rows in {self.classes} equivalence classes "
+                 f"({self.rounds} rounds, {self.seconds:.2f} s)",
+                 f"  utility: DM {u['dm']}, C_AVG {u['cavg']:.3f}, GCP {u['gcp']:.1f}, "
+                 f"NCP {100 * u['ncp']:.2f}%, KL {u['kl']:.4f}"]
+        lines.append("  verified: " + "; ".join(
+            f"{v.model} holds (achieved {', '.join(f'{k} = {_fmt(x)}' for k, x in v.achieved.items())})"
+            for v in self.report.verdicts))
+        return "\n".join(lines)
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, Fraction):
+        return str(x.numerator) if x.denominator == 1 else f"{x} ({float(x):.4f})"
+    if isinstance(x, float):
+        return f"{x:.4f}"
+    return str(x)
+
+
+def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, out: str,
+              engine: Engine | Any = None, models: list[Model] | None = None,
+              hierarchies: dict[str, Hierarchy] | None = None, kinds: dict[str, str] | None = None,
+              identifiers: str | Iterable[str] | None = None, relaxed: bool = False,
+              categorical: str = "hierarchy", try_all_dims: bool = True, replace: bool = False,
+              seed: int = 0, progress: Callable[[dict[str, Any]], None] | None = None,
+              **params: Any) -> MondrianResult:
+    """Anonymize ``source`` with Mondrian into the table ``out``; return the verified release.
+
+    Models come from ``models`` or from the parameters of :func:`anonydb.checker.build_models`
+    (``k``, ``l`` + ``l_variant``/``c``, ``t`` + ``distance``, ``n`` with ``t``, ``alpha``,
+    ``delta``). ``hierarchies`` maps attributes to hierarchies: an enumerated hierarchy of a
+    categorical QI makes it split along the hierarchy (unless ``categorical="order"``), the
+    sensitive attribute's one selects hierarchical EMD. ``kinds`` overrides a QI's kind
+    (numeric, categorical, ordinal, date). ``identifiers`` are dropped from the release;
+    other columns are kept unchanged. ``relaxed`` splits ties so both halves are balanced.
+    ``progress`` is called after every round with {round, open, final, rows_open}.
+    """
+    t0 = time.perf_counter()
+    eng = connect(engine)
+    qi_cols = split_list(qi, "quasi-identifiers")
+    ids = split_list(identifiers, "identifiers")
+    if categorical not in ("hierarchy", "order"):
+        raise InputError(f"categorical must be 'hierarchy' or 'order', got {categorical!r}")
+    if models is None:
+        model_params = dict(params)
+        models = build_models(**params)
+    elif params:
+        raise InputError(f"give models or parameters, not both (got {', '.join(params)})")
+    else:
+        model_params = None
+    if not models:
+        raise InputError("no privacy model requested: give at least one of k, l, t, n, alpha, delta")
+    if sensitive is None and any(m.needs_sensitive for m in models):
+        names = ", ".join(m.name for m in models if m.needs_sensitive)
+        raise InputError(f"{names} needs a sensitive attribute (--sensitive)")
+    if not isinstance(out, str) or not out:
+        raise InputError("out must name the release table")
+    if eng.exists(out) and not replace:
+        raise InputError(f"{out!r} already exists; choose another name or pass replace=True")
+    hierarchies = dict(hierarchies or {})
+    verify_models = [copy.deepcopy(m) for m in models] if model_params is None else build_models(**model_params)
+    stage = None
+    try:
+        with eng.scratch("mondrian") as s:
+            relation = open_source(eng, source, scratch=s)
+            types = validate_roles(eng, relation, qi_cols, sensitive, kinds, label=str(source))
+            cols = [c for c, _ in eng.columns(relation)]
+            for c in ids:
+                if c not in cols:
+                    raise InputError(f"identifier {c!r} not found in {source}; its columns are: {', '.join(cols)}")
+                if c in qi_cols or c == sensitive:
+                    raise InputError(f"{c!r} is given both as an identifier and as a quasi-identifier/sensitive")
+            for attr in hierarchies:
+                if attr not in qi_cols and attr != sensitive:
+                    raise InputError(f"a hierarchy is given for {attr!r}, which is neither a quasi-identifier "
+                                     f"nor the sensitive attribute")
+            sa = sensitive if any(m.needs_sensitive for m in models) else None
+            base = s.table(f"SELECT CAST(row_number() OVER () - 1 AS BIGINT) AS _adb_rid, * FROM {ident(relation)}")
+            total = eng.scalar(f"SELECT count(*) FROM {ident(base)}")
+            if total == 0:
+                raise InputError(f"{source} is empty: there is nothing to anonymize")
+            qis = _code_qis(eng, s, base, qi_cols, types, kinds or {}, hierarchies, categorical)
+            hq = _hierarchy_codes(eng, s, qis)
+            planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, total,
+                               types, hierarchies.get(sensitive) if sensitive else None, qi_cols)
+            assign, rounds, tree = planner.run(progress)
+            stage = _temp_release_name(eng, out)
+            boxes = _materialize(eng, s, base, assign, qis, hq, sensitive, ids, cols, stage, seed)
+            n_classes = eng.scalar(f"SELECT count(*) FROM {ident(boxes)}")
+            released = eng.scalar(f"SELECT count(*) FROM {ident(stage)}")
+            if released != total:  # every input row appears exactly once
+                raise AnonyDBError(f"internal error: the release holds {released} rows, the source {total}")
+            label_qis = [q.column for q in qis]
+            sa_h = {sensitive: hierarchies[sensitive]} if sensitive and sensitive in hierarchies else None
+            plain = [m for m in verify_models if not isinstance(m, NTCloseness)]
+            report = None
+            if plain:
+                report = check(stage, label_qis, sensitive, models=plain, engine=eng, hierarchies=sa_h, max_groups=3)
+            nt = [m for m in verify_models if isinstance(m, NTCloseness)]
+            if nt:
+                nt_report = planner.verify_nt(nt, stage, tree)
+                if report is None:
+                    report = nt_report
+                else:
+                    report.verdicts.extend(nt_report.verdicts)
+            if not report.holds:
+                bad = next(v for v in report.verdicts if not v.holds)
+                g = bad.violations[0] if bad.violations else None
+                where = f"; e.g. group {g.key} of {g.size} rows has value {_fmt(g.value)}" if g else ""
+                raise AnonyDBError(f"verification failed: {bad.model} does not hold on the release "
+                                   f"({bad.violating_groups} groups violate){where}; nothing was written")
+            kmin = min((getattr(m, "k", None) or 0 for m in models), default=0) or None
+            utility = _utility(eng, base, assign, boxes, qis, sensitive, total, kmin)
+        if eng.exists(out):
+            eng.drop(out)
+        eng.rename(stage, out)
+        stage = None
+    finally:
+        if stage is not None and eng.exists(stage):
+            eng.drop(stage)
+    return MondrianResult(table=out, rows=int(total), classes=n_classes, rounds=rounds,
+                          seconds=time.perf_counter() - t0, utility=utility, report=report,
+                          params={"relaxed": relaxed, "categorical": categorical, **(model_params or {})})
+
+
+def _temp_release_name(eng: Engine, out: str) -> str:
+    i = 0
+    while True:
+        name = f"{out}__anonydb_staging{'' if i == 0 else i}"
+        if not eng.exists(name):
+            return name
+        i += 1
+
+
+# ------------------------------------------------------------------------------------------------
+def _code_qis(eng, s, base, qi_cols, types, kinds, hierarchies, categorical) -> list[_QI]:
+    qis = []
+    for c in qi_cols:
+        kind = kinds.get(c) or kind_of_type(types[c])
+        if kind == "numeric" and not is_numeric_type(types[c]):
+            kind_sql = f"TRY_CAST({ident(c)} AS DOUBLE)"
+        else:
+            kind_sql = ident(c)
+        if kind in ("numeric", "date"):
+            nulls = eng.scalar(f"SELECT count(*) FROM {ident(base)} WHERE {ident(c)} IS NULL")
+            if nulls:
+                raise InputError(f"{kind} quasi-identifier {c!r} has {nulls} NULL values; Mondrian cuts on "
+                                 f"values, so fill or drop them (or declare {c!r} categorical)")
+            if kind == "numeric":
+                lo, hi = eng.fetch_rows(f"SELECT min(CAST({kind_sql} AS DOUBLE)), max(CAST({kind_sql} AS DOUBLE)) "
+                                        f"FROM {ident(base)}")[1][0]
+            else:
+                lo, hi = eng.fetch_rows(f"SELECT min(epoch({ident(c)})), max(epoch({ident(c)})) FROM {ident(base)}")[1][0]
+            qis.append(_QI(c, kind, range=float(hi - lo)))
+            continue
+        h = hierarchies.get(c)
+        if h is not None and categorical == "hierarchy":
+            if not isinstance(h, EnumeratedHierarchy):
+                raise InputError(f"quasi-identifier {c!r}: Mondrian splits categorical values along an enumerated "
+                                 f"hierarchy (ARX file or rows); {type(h).__name__} is not one")
+            h.validate(eng, base, c)
+            leaves = _dfs_leaves(h)
+            d = s.name()
+            eng.execute(f"CREATE TEMP TABLE {ident(d)} AS SELECT CAST(v AS VARCHAR) AS _adb_value, "
+                        f"CAST(code AS INTEGER) AS _adb_code FROM (VALUES "
+                        + ", ".join(f"({literal(v)}, {i})" for i, v in enumerate(leaves)) + ") AS t(v, code)")
+            # the join key is the value as text: cast the source side the same way
+            dv = s.table(f"SELECT DISTINCT {ident(c)} AS _adb_value, d._adb_code FROM {ident(base)} AS b "
+                         f"JOIN {ident(d)} AS d ON CAST(b.{ident(c)} AS VARCHAR) = d._adb_value")
+            qis.append(_QI(c, "hierarchical", dict=dv, hier=True, range=float(len(leaves) - 1), hierarchy=h,
+                           card=len(leaves)))
+        else:
+            d = s.table(f"SELECT _adb_value, CAST(row_number() OVER (ORDER BY _adb_value NULLS LAST) - 1 AS INTEGER) "
+                        f"AS _adb_code FROM (SELECT DISTINCT {ident(c)} AS _adb_value FROM {ident(base)}) AS v")
+            card = eng.scalar(f"SELECT count(*) FROM {ident(d)}")
+            qis.append(_QI(c, "ordered", dict=d, range=float(card - 1), card=card))
+    return qis
+
+
+def _dfs_leaves(h: EnumeratedHierarchy) -> list[str]:
+    """The leaves in depth-first order (grouped by their ancestors, root first), so that every
+    node of the hierarchy covers a contiguous run of leaf codes."""
+    order: dict[tuple[int, str], int] = {}
+    for r in h.rows:  # first appearance order of every node, level by level
+        for lvl, v in enumerate(r):
+            order.setdefault((lvl, v), len(order))
+    H = h.height
+    return [r[0] for r in sorted(h.rows, key=lambda r: tuple(order[(lvl, r[lvl])] for lvl in range(H, -1, -1)))]
+
+
+def _hierarchy_codes(eng, s, qis: list[_QI]) -> str | None:
+    """(_adb_dim, _adb_code, _adb_depth, _adb_node, _adb_lo, _adb_hi): for every leaf code of a
+    hierarchical QI and every depth (0 = root .. H = the leaf), the ancestor's label and the code
+    interval it covers."""
+    rows = []
+    for i, q in enumerate(qis):
+        if not q.hier:
+            continue
+        h = q.hierarchy
+        leaves = _dfs_leaves(h)
+        code = {v: j for j, v in enumerate(leaves)}
+        H = h.height
+        span: dict[tuple[int, str], list[int]] = {}
+        for r in h.rows:
+            for lvl in range(H + 1):
+                sp = span.setdefault((lvl, r[lvl]), [code[r[0]], code[r[0]]])
+                sp[0], sp[1] = min(sp[0], code[r[0]]), max(sp[1], code[r[0]])
+        for r in h.rows:
+            for lvl in range(H + 1):
+                lo, hi = span[(lvl, r[lvl])]
+                rows.append(f"({i}, {code[r[0]]}, {H - lvl}, {literal(r[lvl])}, {lo}, {hi})")
+    if not rows:
+        return None
+    name = s.name()
+    eng.execute(f"CREATE TEMP TABLE {ident(name)} AS SELECT CAST(d AS INTEGER) AS _adb_dim, CAST(c AS DOUBLE) AS _adb_code, "
+                f"CAST(h AS INTEGER) AS _adb_depth, CAST(n AS VARCHAR) AS _adb_node, CAST(lo AS DOUBLE) AS _adb_lo, "
+                f"CAST(hi AS DOUBLE) AS _adb_hi FROM (VALUES {', '.join(rows)}) AS t(d, c, h, n, lo, hi)")
+    return name
+
+
+# ------------------------------------------------------------------------------------------------
+class _Planner:
+    """The rounds of the level-wise plan."""
+
+    def __init__(self, eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, total, types, sa_hier, qi_cols):
+        self.eng, self.s, self.qis, self.hq, self.sa = eng, s, qis, hq, sa
+        self.relaxed, self.try_all_dims, self.models = relaxed, try_all_dims, models
+        self.base, self.total, self.types, self.sa_hier, self.qi_cols = base, total, types, sa_hier, qi_cols
+        self.nt = [m for m in models if isinstance(m, NTCloseness)]
+        self.nt_n = min((m.n for m in self.nt), default=None)
+        self.nt_extra = dict
+
+    def render(self, template: str, **kw):
+        return self.eng.render(template, qis=self.qis, hq=self.hq, sensitive=self.sa, relaxed=self.relaxed, **kw)
+
+    def ctx(self, cells: str, groups: str, keys: list[str], glob: str | None, domain: int, **extra) -> GroupContext:
+        return GroupContext(engine=self.eng, keys=keys, cells=cells, groups=groups, glob=glob, total=self.total,
+                            domain=domain, sensitive=self.sa,
+                            sensitive_numeric=bool(self.sa) and is_numeric_type(self.types[self.sa]),
+                            sa_hierarchy=self.sa_hier, scratch=self.s, qi_columns=self.qi_cols, **extra)
+
+    def groups_of(self, cells: str, keys: list[str]) -> str:
+        if self.sa:
+            return self.s.table(self.eng.render("check_groups.sql.j2", keys=keys, cells=cells))
+        return self.s.table(f"SELECT {', '.join(ident(k) for k in keys)}, sum(_adb_cnt) AS _adb_n FROM {ident(cells)} "
+                            f"GROUP BY ALL")
+
+    def judge(self, cells: str, keys: list[str], first: bool = False) -> str:
+        """Per key: ok = every model holds (the models' own verdict plans)."""
+        groups = self.groups_of(cells, keys)
+        ctx = self.ctx(cells, groups, keys, self.glob, self.domain, **self.nt_extra())
+        if first:
+            for m in self.models:
+                m.prepare(ctx)
+        parts = [self.s.table(m.verdicts(ctx).sql) for m in self.models]
+        k = ", ".join(ident(x) for x in keys)
+        union = " UNION ALL ".join(f"SELECT {k}, _adb_ok FROM {ident(p)}" for p in parts)
+        return self.s.table(f"SELECT {k}, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM ({union}) AS u GROUP BY ALL")
+
+    # the whole table's distribution and the (n,t) references -------------------------------------
+    def setup(self) -> None:
+        e, s = self.eng, self.s
+        cols = ", ".join(f"_adb_c{i}" for i in range(len(self.qis)))
+        self.work = s.table(self.render("mondrian_work.sql.j2", base=self.base))
+        if self.sa:
+            self.glob = s.table(f"SELECT _adb_sa, count(*) AS _adb_cnt FROM {ident(self.work)} GROUP BY _adb_sa")
+            self.domain = e.scalar(f"SELECT count(*) FROM {ident(self.glob)}")
+        else:
+            self.glob, self.domain = None, 0
+        self.assign = s.table("SELECT CAST(0 AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid LIMIT 0")
+        # the partition tree: every partition with its parent and size (the root has parent NULL)
+        self.tree = s.table(f"SELECT CAST(0 AS BIGINT) AS _adb_pid, CAST(NULL AS BIGINT) AS _adb_parent, "
+                            f"CAST({self.total} AS BIGINT) AS _adb_n")
+        if self.nt:
+            # (n,t): reference histograms of every partition with >= n rows, and each open
+            # partition's Parent(P) (itself and its ancestors with >= n rows) [spec 5.2]
+            self.refs = s.table(f"SELECT CAST(0 AS BIGINT) AS _adb_set, CAST(0 AS BIGINT) AS _adb_sup, _adb_sa, _adb_cnt "
+                                f"FROM {ident(self.glob)}")
+            self.anc = s.table("SELECT CAST(0 AS BIGINT) AS _adb_pid, CAST(0 AS BIGINT) AS _adb_ref")
+        # the root must satisfy every model, or no release can
+        cells = s.table(f"SELECT _adb_pid{', _adb_sa' if self.sa else ''}, count(*) AS _adb_cnt FROM {ident(self.work)} "
+                        f"GROUP BY ALL")
+        self.nt_extra = self._nt_extra_root
+        ok = self.judge(cells, ["_adb_pid"], first=True)
+        if not e.scalar(f"SELECT bool_and(_adb_ok) FROM {ident(ok)}"):
+            raise InfeasibleError(self._why_infeasible())
+        self.nt_extra = self._nt_extra_cut
+
+    def _nt_extra_root(self):
+        if not self.nt:
+            return {}
+        return {"ancestors": self.anc, "references": self.refs}
+
+    def _nt_extra_cut(self):
+        if not self.nt:
+            return {}
+        a = self.s.table(f"SELECT _adb_pid, _adb_ref FROM {ident(self.anc)}")
+        return {"ancestors": a, "references": self.refs}
+
+    def _why_infeasible(self) -> str:
+        """Judge the whole table as one group with the checker, to say which model fails and why."""
+        whole = self.s.table(f"SELECT 'all' AS whole_table{', ' + ident(self.sa) if self.sa else ''} "
+                             f"FROM {ident(self.base)}")
+        models = [copy.deepcopy(m) for m in self.models if not isinstance(m, NTCloseness)]
+        reasons = []
+        if models:
+            r = check(whole, ["whole_table"], self.sa, models=models, engine=self.eng,
+                      hierarchies={self.sa: self.sa_hier} if self.sa_hier else None, max_groups=0)
+            for v in r.verdicts:
+                if not v.holds:
+                    ach = ", ".join(f"{k} = {_fmt(x)}" for k, x in v.achieved.items())
+                    reasons.append(f"{v.model} {v.params}: the whole table of {self.total} rows achieves only {ach}"
+                                   + (f" ({v.note})" if v.note else ""))
+        return ("infeasible: no partition of this table can satisfy the request, because the whole table "
+                "does not: " + ("; ".join(reasons) or "a model fails on the whole table"))
+
+    # the rounds -----------------------------------------------------------------------------------
+    def run(self, progress=None) -> tuple[str, int, str]:
+        e, s = self.eng, self.s
+        self.setup()
+        rnd, next_id = 0, 1
+        while True:
+            n_open = e.scalar(f"SELECT count(*) FROM {ident(self.work)}")
+            if n_open == 0:
+                break
+            rnd += 1
+            stats = s.table(self.render("mondrian_stats.sql.j2", work=self.work))
+            cand_all = s.table(self.render("mondrian_cand.sql.j2", stats=stats))
+            chosen_parts, side_parts, pending = [], [], None
+            attempts = len(self.qis) if self.try_all_dims else 1
+            for a in range(attempts):
+                where = f"_adb_rank = {a}"
+                if pending is not None:
+                    where += f" AND _adb_pid IN (SELECT _adb_pid FROM {ident(pending)})"
+                cand = s.table(f"SELECT _adb_pid, _adb_dim, _adb_lcad FROM {ident(cand_all)} WHERE {where}")
+                if not e.scalar(f"SELECT count(*) FROM {ident(cand)}"):
+                    break
+                hist = s.table(self.render("mondrian_hist.sql.j2", work=self.work, cand=cand))
+                cuts = s.table(self.render("mondrian_cut.sql.j2", hist=hist, cand=cand))
+                from_rows = self.relaxed and bool(self.sa)
+                cells = s.table(self.render("mondrian_cells.sql.j2", hist=hist, cuts=cuts, work=self.work,
+                                            from_rows=from_rows))
+                ok = self.judge(cells, ["_adb_pid", "_adb_side"])
+                allowed = s.table(f"SELECT _adb_pid FROM {ident(ok)} GROUP BY _adb_pid HAVING bool_and(_adb_ok) "
+                                  f"AND count(*) >= 2")
+                chosen_parts.append(s.table(f"SELECT c.* FROM {ident(cuts)} AS c WHERE c._adb_pid IN "
+                                            f"(SELECT _adb_pid FROM {ident(allowed)})"))
+                side_parts.append(s.table(f"SELECT _adb_pid, _adb_side{', _adb_sa' if self.sa else ''}, _adb_cnt "
+                                          f"FROM {ident(cells)} WHERE _adb_pid IN (SELECT _adb_pid FROM {ident(allowed)})"))
+                pending = s.table(f"SELECT _adb_pid FROM {ident(stats)} WHERE _adb_pid NOT IN "
+                                  f"(SELECT _adb_pid FROM {ident(allowed)})"
+                                  + (f" AND _adb_pid IN (SELECT _adb_pid FROM {ident(pending)})" if pending else ""))
+            chosen = s.table(" UNION ALL ".join(f"SELECT * FROM {ident(p)}" for p in chosen_parts)) if chosen_parts \
+                else s.table(f"SELECT _adb_pid, _adb_dim, _adb_lcad, CAST(NULL AS DOUBLE) AS _adb_m, "
+                             f"CAST(0 AS BIGINT) AS _adb_tl FROM {ident(cand_all)} LIMIT 0")
+            # final partitions: every open partition without an allowable cut
+            e.execute(f"INSERT INTO {ident(self.assign)} SELECT _adb_rid, _adb_pid FROM {ident(self.work)} "
+                      f"WHERE _adb_pid NOT IN (SELECT _adb_pid FROM {ident(chosen)})")
+            n_chosen = e.scalar(f"SELECT count(*) FROM {ident(chosen)}")
+            if n_chosen == 0:
+                n_final = e.scalar(f"SELECT count(*) FROM {ident(stats)}")
+                self.work = s.table(f"SELECT * FROM {ident(self.work)} LIMIT 0")
+                if progress:
+                    progress({"round": rnd, "open": 0, "final": n_final, "rows_open": 0})
+                break
+            sides = s.table(" UNION ALL ".join(f"SELECT * FROM {ident(p)}" for p in side_parts))
+            children = s.table(f"SELECT _adb_pid, _adb_side, CAST({next_id} + row_number() OVER "
+                               f"(ORDER BY _adb_pid, _adb_side) - 1 AS BIGINT) AS _adb_new, _adb_n "
+                               f"FROM (SELECT _adb_pid, _adb_side, sum(_adb_cnt) AS _adb_n FROM {ident(sides)} "
+                               f"GROUP BY ALL) AS c")
+            e.execute(f"INSERT INTO {ident(self.tree)} SELECT _adb_new, _adb_pid, _adb_n FROM {ident(children)}")
+            if self.nt:
+                self._advance_nt(children, sides)
+            next_id = e.scalar(f"SELECT max(_adb_new) + 1 FROM {ident(children)}")
+            self.work = s.table(self.render("mondrian_relabel.sql.j2", work=self.work, cuts=chosen, children=children))
+            if progress:
+                n_final = e.scalar(f"SELECT count(*) FROM {ident(stats)}") - n_chosen
+                progress({"round": rnd, "open": e.scalar(f"SELECT count(*) FROM {ident(children)}"),
+                          "final": n_final, "rows_open": e.scalar(f"SELECT count(*) FROM {ident(self.work)}")})
+        return self.assign, rnd, self.tree
+
+    def _advance_nt(self, children: str, sides: str) -> None:
+        e, s = self.eng, self.s
+        n = self.nt_n
+        e.execute(f"INSERT INTO {ident(self.refs)} SELECT 0, ch._adb_new, x._adb_sa, sum(x._adb_cnt) "
+                  f"FROM {ident(children)} AS ch JOIN {ident(sides)} AS x ON x._adb_pid = ch._adb_pid "
+                  f"AND x._adb_side = ch._adb_side WHERE ch._adb_n >= {n} GROUP BY ALL")
+        self.anc = s.table(f"SELECT ch._adb_new AS _adb_pid, a._adb_ref FROM {ident(children)} AS ch "
+                           f"JOIN {ident(self.anc)} AS a ON a._adb_pid = ch._adb_pid "
+                           f"UNION ALL SELECT _adb_new, _adb_new FROM {ident(children)} WHERE _adb_n >= {n}")
+
+    def verify_nt(self, models: list[NTCloseness], release: str, tree: str):
+        """(n,t)-closeness of the release against its partition tree: each equivalence class with
+        fewer than n rows must be within t of some ancestor partition with >= n rows, all
+        distributions recomputed from the released rows [Li thesis Fig 2.1]."""
+        from ..checker import Report, _evaluate
+        e, s = self.eng, self.s
+        out = []
+        for m in models:
+            n = m.n
+            cls = s.table(f"SELECT DISTINCT eq_class AS _adb_pid FROM {ident(release)}")
+            cells = s.table(f"SELECT eq_class AS _adb_pid, {ident(self.sa)} AS _adb_sa, count(*) AS _adb_cnt "
+                            f"FROM {ident(release)} GROUP BY ALL")
+            # ancestors (inclusive) of each class through the tree; the class id is the leaf pid
+            paths = s.table(f"WITH RECURSIVE up(_adb_pid, _adb_ref) AS (SELECT _adb_pid, _adb_pid FROM {ident(cls)} "
+                            f"UNION ALL SELECT u._adb_pid, t._adb_parent FROM up AS u JOIN {ident(tree)} AS t "
+                            f"ON t._adb_pid = u._adb_ref WHERE t._adb_parent IS NOT NULL) SELECT * FROM up")
+            under = s.table(f"SELECT p._adb_ref, c._adb_sa, sum(c._adb_cnt) AS _adb_cnt FROM {ident(paths)} AS p "
+                            f"JOIN {ident(cells)} AS c ON c._adb_pid = p._adb_pid GROUP BY ALL")
+            refs = s.table(f"SELECT CAST(0 AS BIGINT) AS _adb_set, _adb_ref AS _adb_sup, _adb_sa, _adb_cnt FROM {ident(under)} "
+                           f"WHERE _adb_ref IN (SELECT _adb_ref FROM {ident(under)} GROUP BY _adb_ref "
+                           f"HAVING sum(_adb_cnt) >= {n})")
+            anc = s.table(f"SELECT _adb_pid, _adb_ref FROM {ident(paths)} WHERE _adb_ref IN "
+                          f"(SELECT _adb_sup FROM {ident(refs)})")
+            glob = s.table(f"SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt FROM {ident(cells)} GROUP BY _adb_sa")
+            groups = s.table(self.eng.render("check_groups.sql.j2", keys=["_adb_pid"], cells=cells))
+            domain = e.scalar(f"SELECT count(*) FROM {ident(glob)}")
+            ctx = self.ctx(cells, groups, ["_adb_pid"], glob, domain, ancestors=anc, references=refs)
+            ctx.qi_columns = ["_adb_pid"]
+            out.append(_evaluate(m, ctx, 3, None))
+        rows = e.scalar(f"SELECT count(*) FROM {ident(release)}")
+        return Report(source=release, qi=["eq_class"], sensitive=self.sa, rows=rows, groups=0, smallest_group=0,
+                      largest_group=0, verdicts=out)
+
+
+# ------------------------------------------------------------------------------------------------
+def _materialize(eng, s, base, assign, qis, hq, sensitive, ids, cols, stage, seed) -> str:
+    """The release: generalized QIs (each under its own name: a label; numeric and date QIs also as
+    <name>_lo / <name>_hi), eq_class, the other columns unchanged, identifiers dropped, rows in a
+    seeded random order. Boxes come from each final partition's own rows."""
+    taken = set(cols)
+    for q in qis:
+        if q.kind in ("numeric", "date"):
+            for suffix in ("_lo", "_hi"):
+                if q.column + suffix in taken:
+                    raise InputError(f"the release adds {q.column + suffix!r} (the range of {q.column!r}), "
+                                     f"but the source already has a column of that name")
+    if "eq_class" in taken:
+        raise InputError("the release adds the column 'eq_class', but the source already has one")
+    boxes = s.table(eng.render("mondrian_boxes.sql.j2", base=base, assign=assign, qis=qis, hq=hq))
+    keep = [c for c in cols if c not in ids and c != "_adb_rid"]
+    qcol = {q.column: i for i, q in enumerate(qis)}
+    eng.execute(eng.render("mondrian_release.sql.j2", stage=stage, base=base, assign=assign, boxes=boxes,
+                           qis=qis, qcol=qcol, keep=keep, seed=int(seed)))
+    return boxes
+
+
+def _utility(eng, base, assign, boxes, qis, sensitive, total, k) -> dict[str, Any]:
+    """DM, C_AVG, GCP and NCP, KL-divergence [Li thesis 1.2.3; spec-closeness-slicing 6.1, 6.2, 6.6].
+    NCP = GCP / (|T| * d), the average over records and QIs (the Python Mondrian tools' figure)."""
+    r = eng.fetch(eng.render("mondrian_utility.sql.j2", base=base, assign=assign, boxes=boxes, qis=qis,
+                             sensitive=sensitive, total=total))[0]
+    n, classes = int(r["n"]), int(r["classes"])
+    gcp = float(r["gcp"] or 0.0)
+    return {"dm": int(r["dm"]), "classes": classes, "avg_class_size": n / classes,
+            "cavg": n / classes / k if k else n / classes, "gcp": gcp,
+            "ncp": gcp / (n * len(qis)), "kl": float(r["kl"] or 0.0)}
