@@ -319,9 +319,10 @@ class _Planner:
         if first:
             for m in self.models:
                 m.prepare(ctx)
-        parts = [self.s.table(m.verdicts(ctx).sql) for m in self.models]
+        parts = [ident(self.s.table(m.verdicts(ctx).sql)) if m.materialize else f"({m.verdicts(ctx).sql})"
+                 for m in self.models]
         k = ", ".join(ident(x) for x in keys)
-        union = " UNION ALL ".join(f"SELECT {k}, _adb_ok FROM {ident(p)}" for p in parts)
+        union = " UNION ALL ".join(f"SELECT {k}, _adb_ok FROM {p} AS v" for p in parts)
         return self.s.table(f"SELECT {k}, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM ({union}) AS u GROUP BY ALL")
 
     # the whole table's distribution and the (n,t) references -------------------------------------
@@ -393,33 +394,29 @@ class _Planner:
             rnd += 1
             stats = s.table(self.render("mondrian_stats.sql.j2", work=self.work))
             cand_all = s.table(self.render("mondrian_cand.sql.j2", stats=stats))
-            chosen_parts, side_parts, pending = [], [], None
-            attempts = len(self.qis) if self.try_all_dims else 1
-            for a in range(attempts):
-                where = f"_adb_rank = {a}"
-                if pending is not None:
-                    where += f" AND _adb_pid IN (SELECT _adb_pid FROM {ident(pending)})"
-                cand = s.table(f"SELECT _adb_pid, _adb_dim, _adb_lcad FROM {ident(cand_all)} WHERE {where}")
-                if not e.scalar(f"SELECT count(*) FROM {ident(cand)}"):
+            # attempt 1: every partition's widest dimension; attempt 2 (try_all_dims): all remaining
+            # dimensions of the partitions that failed, judged at once, the widest allowable wins
+            chosen_parts, side_parts, failed = [], [], None
+            for attempt in ((0, 1) if self.try_all_dims else (0,)):
+                where = "_adb_rank = 0" if attempt == 0 else \
+                    f"_adb_rank > 0 AND _adb_pid IN (SELECT _adb_pid FROM {ident(failed)})"
+                cand = s.table(f"SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_rank FROM {ident(cand_all)} WHERE {where}")
+                if attempt and not e.scalar(f"SELECT count(*) FROM {ident(cand)}"):
                     break
                 hist = s.table(self.render("mondrian_hist.sql.j2", work=self.work, cand=cand))
                 cuts = s.table(self.render("mondrian_cut.sql.j2", hist=hist, cand=cand))
                 from_rows = self.relaxed and bool(self.sa)
                 cells = s.table(self.render("mondrian_cells.sql.j2", hist=hist, cuts=cuts, work=self.work,
                                             from_rows=from_rows))
-                ok = self.judge(cells, ["_adb_pid", "_adb_side"])
-                allowed = s.table(f"SELECT _adb_pid FROM {ident(ok)} GROUP BY _adb_pid HAVING bool_and(_adb_ok) "
-                                  f"AND count(*) >= 2")
-                chosen_parts.append(s.table(f"SELECT c.* FROM {ident(cuts)} AS c WHERE c._adb_pid IN "
-                                            f"(SELECT _adb_pid FROM {ident(allowed)})"))
-                side_parts.append(s.table(f"SELECT _adb_pid, _adb_side{', _adb_sa' if self.sa else ''}, _adb_cnt "
-                                          f"FROM {ident(cells)} WHERE _adb_pid IN (SELECT _adb_pid FROM {ident(allowed)})"))
-                pending = s.table(f"SELECT _adb_pid FROM {ident(stats)} WHERE _adb_pid NOT IN "
-                                  f"(SELECT _adb_pid FROM {ident(allowed)})"
-                                  + (f" AND _adb_pid IN (SELECT _adb_pid FROM {ident(pending)})" if pending else ""))
-            chosen = s.table(" UNION ALL ".join(f"SELECT * FROM {ident(p)}" for p in chosen_parts)) if chosen_parts \
-                else s.table(f"SELECT _adb_pid, _adb_dim, _adb_lcad, CAST(NULL AS DOUBLE) AS _adb_m, "
-                             f"CAST(0 AS BIGINT) AS _adb_tl FROM {ident(cand_all)} LIMIT 0")
+                ok = self.judge(cells, ["_adb_pid", "_adb_dim", "_adb_side"])
+                chosen_parts.append(s.table(self.render("mondrian_choose.sql.j2", ok=ok, cuts=cuts)))
+                side_parts.append(s.table(
+                    f"SELECT x._adb_pid, x._adb_side{', x._adb_sa' if self.sa else ''}, x._adb_cnt FROM {ident(cells)} AS x "
+                    f"JOIN {ident(chosen_parts[-1])} AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim"))
+                if attempt == 0 and self.try_all_dims:
+                    failed = s.table(f"SELECT _adb_pid FROM {ident(stats)} WHERE _adb_pid NOT IN "
+                                     f"(SELECT _adb_pid FROM {ident(chosen_parts[-1])})")
+            chosen = s.table(" UNION ALL ".join(f"SELECT * FROM {ident(p)}" for p in chosen_parts))
             # final partitions: every open partition without an allowable cut
             e.execute(f"INSERT INTO {ident(self.assign)} SELECT _adb_rid, _adb_pid FROM {ident(self.work)} "
                       f"WHERE _adb_pid NOT IN (SELECT _adb_pid FROM {ident(chosen)})")
