@@ -56,6 +56,26 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--max-groups", type=int, default=20, help="violating groups listed per model (default 20)")
     _add_model_args(c)
 
+    a = sub.add_parser("anonymize", help="Mondrian: write a release that meets the privacy models, verified first")
+    a.add_argument("source", help="a table or view in --db, or a CSV/Parquet file")
+    a.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
+    a.add_argument("--sensitive", help="the sensitive attribute")
+    a.add_argument("--out", required=True, help="the release table to create (in --db)")
+    a.add_argument("--db", help="DuckDB database file (default: in memory; use --export to keep the release)")
+    a.add_argument("--export", metavar="PATH", help="also write the release to a .csv or .parquet file")
+    a.add_argument("--identifiers", help="columns to drop from the release, comma-separated")
+    a.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH",
+                   help="ARX hierarchy CSV for a categorical QI (cut along it) or for the sensitive attribute")
+    a.add_argument("--numeric", default=None, help="attributes that must hold numbers, comma-separated")
+    a.add_argument("--relaxed", action="store_true", help="relaxed Mondrian: split ties so halves are balanced")
+    a.add_argument("--categorical", choices=("hierarchy", "order"), default="hierarchy",
+                   help="cut categorical QIs along their hierarchy (default) or in sorted value order")
+    a.add_argument("--replace", action="store_true", help="replace --out if it exists")
+    a.add_argument("--seed", type=int, default=0, help="seed of the release's row order (default 0)")
+    a.add_argument("--quiet", action="store_true", help="no progress display")
+    a.add_argument("--json", action="store_true", help="print the result (utility, verification) as JSON")
+    _add_model_args(a)
+
     d = sub.add_parser("demo", help="generate a synthetic census table in memory, generalize it and check it")
     d.add_argument("--rows", type=int, default=100_000, help="rows of the synthetic table (default 100000)")
     d.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
@@ -70,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "check":
             return _check(args)
+        if args.command == "anonymize":
+            return _anonymize(args)
         if args.command == "demo":
             from .demo import run_demo
 
@@ -99,6 +121,49 @@ def _check(args: argparse.Namespace) -> int:
         engine.close()
     print(report.to_json() if args.json else report.format())
     return 0 if report.holds else 1
+
+
+def _anonymize(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from .engine import DuckDBEngine
+    from .hierarchy import parse_hierarchy_arg
+    from .methods import anonymize
+    from .schema import split_list
+    from .sqlgen import ident, literal
+
+    hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
+    kinds = {c: "numeric" for c in split_list(args.numeric, "--numeric")}
+    if args.export and Path(args.export).suffix.lower() not in (".csv", ".parquet"):
+        raise InputError(f"--export must end in .csv or .parquet, got {args.export!r}")
+
+    def progress(p):
+        if not args.quiet:
+            print(f"\r  round {p['round']}: {p['open']} partitions open ({p['rows_open']} rows), "
+                  f"{p['final']} final this round", end="", file=sys.stderr, flush=True)
+
+    engine = DuckDBEngine(args.db)
+    try:
+        result = anonymize(
+            args.source, args.qi, args.sensitive, out=args.out, engine=engine, hierarchies=hierarchies, kinds=kinds,
+            identifiers=args.identifiers, relaxed=args.relaxed, categorical=args.categorical, replace=args.replace,
+            seed=args.seed, progress=progress, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
+            t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, reference=args.reference)
+        if not args.quiet:
+            print(file=sys.stderr)
+        if args.export:
+            fmt = "PARQUET" if args.export.lower().endswith(".parquet") else "CSV, HEADER"
+            engine.execute(f"COPY {ident(args.out)} TO {literal(args.export)} (FORMAT {fmt})")
+    finally:
+        engine.close()
+    if args.json:
+        print(json.dumps({"table": result.table, "rows": result.rows, "classes": result.classes,
+                          "rounds": result.rounds, "seconds": result.seconds, "utility": result.utility,
+                          "verification": result.report.to_dict()}, indent=2, default=str))
+    else:
+        print(result.format())
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -176,7 +176,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                 where = f"; e.g. group {g.key} of {g.size} rows has value {_fmt(g.value)}" if g else ""
                 raise AnonyDBError(f"verification failed: {bad.model} does not hold on the release "
                                    f"({bad.violating_groups} groups violate){where}; nothing was written")
-            kmin = min((getattr(m, "k", None) or 0 for m in models), default=0) or None
+            ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
+            kmin = min(ks) if ks else None
             utility = _utility(eng, base, assign, boxes, qis, sensitive, total, kmin)
         if eng.exists(out):
             eng.drop(out)
