@@ -52,6 +52,13 @@ def test_table_1_2_by_hand(engine):
     assert r.utility["ncp"] == pytest.approx(float(gcp / (9 * 2)))
     assert r.report.holds and r.report["k-anonymity"].achieved == {"k": 4}
     assert r.rows == 9 and r.classes == 2
+    # KL: the 9 (zip, age, disease) cells are distinct, p = 1/9 each. Under the uniform assumption
+    # G1 covers 5 zips x 6 ages of the table's domain (volume 30), G2 4 x 8 = 32; so
+    # p^ = (3/9)/30 for G1's Heart Disease rows, (2/9)/30 for its Cancer rows, (2/9)/32 for G2's
+    # Heart Disease rows and (1/9)/32 for its Flu and Cancer rows.
+    import math
+    kl = (3 * math.log(10) + 2 * math.log(15) + 2 * math.log(16) + 2 * math.log(32)) / 9
+    assert r.utility["kl"] == pytest.approx(kl)
 
 
 def test_table_1_2_distinct_l(engine):
@@ -268,3 +275,17 @@ def test_readme_mondrian_example_runs():
     assert {"k-anonymity", "l-diversity (distinct)"} <= {v.model for v in r.report.verdicts}
     rows = scope["eng"].fetch("SELECT eq_class, age, age_lo, age_hi, sex, occupation FROM release LIMIT 3")
     assert all(row["age_lo"] <= row["age_hi"] for row in rows)
+
+
+def test_date_and_ordinal_qis(engine):
+    """A date QI is cut on its time line and released as [lo, hi] with typed _lo/_hi; an ordinal
+    one in its value order."""
+    rows = [(i, f"2024-01-{1 + i % 28:02d}", ["low", "mid", "top"][i % 3], ["x", "y"][i % 2]) for i in range(40)]
+    make_table(engine, "d", ["id", "day", "grade", "s"], rows)
+    engine.execute("CREATE TABLE d2 AS SELECT id, CAST(day AS DATE) AS day, grade, s FROM d")
+    r = anonymize("d2", "day,grade", "s", out="rel", engine=engine, k=4, l=2, kinds={"grade": "ordinal"})
+    assert r.report.holds
+    got = engine.fetch("SELECT r.day_lo, r.day_hi, r.day, d.day AS orig FROM rel AS r JOIN d2 AS d USING (id)")
+    assert all(g["day_lo"] <= g["orig"] <= g["day_hi"] for g in got)
+    assert dict(engine.columns("rel"))["day_lo"] == "DATE"
+    assert any(g["day"].startswith("[2024-01-") for g in got)
