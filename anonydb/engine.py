@@ -14,7 +14,7 @@ import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import duckdb
 
@@ -125,6 +125,23 @@ class Scratch:
         n = self.name()
         self.engine.create_table_as(n, select, temp=True)
         return n
+
+    def drop_since(self, mark: int, keep: Iterable[str] = ()) -> None:
+        """Drop the tables made since ``len(self.names) == mark``, except ``keep`` (an anonymizer's
+        round-by-round intermediates, so memory stays bounded by one round)."""
+        keep = set(keep)
+        made, self.names = self.names[mark:], self.names[:mark]
+        for n in reversed(made):
+            if n in keep:
+                self.names.append(n)
+            else:
+                self.engine.drop(n)
+
+    def drop(self, name: str) -> None:
+        """Drop one scratch table now."""
+        if name in self.names:
+            self.names.remove(name)
+            self.engine.drop(name)
 
     def drop_all(self) -> None:
         for n in reversed(self.names):

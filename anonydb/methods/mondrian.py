@@ -393,6 +393,7 @@ class _Planner:
             if n_open == 0:
                 break
             rnd += 1
+            mark = len(s.names)
             stats = s.table(self.render("mondrian_stats.sql.j2", work=self.work))
             cand_all = s.table(self.render("mondrian_cand.sql.j2", stats=stats))
             # attempt 1: every partition's widest dimension; attempt 2 (try_all_dims): all remaining
@@ -437,11 +438,14 @@ class _Planner:
             if self.nt:
                 self._advance_nt(children, sides)
             next_id = e.scalar(f"SELECT max(_adb_new) + 1 FROM {ident(children)}")
+            old = self.work
             self.work = s.table(self.render("mondrian_relabel.sql.j2", work=self.work, cuts=chosen, children=children))
             if progress:
                 n_final = e.scalar(f"SELECT count(*) FROM {ident(stats)}") - n_chosen
                 progress({"round": rnd, "open": e.scalar(f"SELECT count(*) FROM {ident(children)}"),
                           "final": n_final, "rows_open": e.scalar(f"SELECT count(*) FROM {ident(self.work)}")})
+            s.drop(old)
+            s.drop_since(mark, keep=[self.work] + ([self.anc] if self.nt else []))
         return self.assign, rnd, self.tree
 
     def _advance_nt(self, children: str, sides: str) -> None:
