@@ -40,6 +40,11 @@ from ..sources import open_source
 from ..sqlgen import ident, literal
 
 
+#: while (open rows x QIs) is at most this, a round judges every dimension of every partition in
+#: one attempt; above it, the widest dimension first and the others only where it fails
+ONE_ATTEMPT_ROWS = 4_000_000
+
+
 @dataclass
 class _QI:
     column: str
@@ -387,24 +392,29 @@ class _Planner:
     def run(self, progress=None) -> tuple[str, int, str]:
         e, s = self.eng, self.s
         self.setup()
-        rnd, next_id = 0, 1
-        while True:
-            n_open = e.scalar(f"SELECT count(*) FROM {ident(self.work)}")
-            if n_open == 0:
-                break
+        rnd, next_id, n_parts, n_rows = 0, 1, 1, self.total
+        while n_parts:
             rnd += 1
             mark = len(s.names)
-            stats = s.table(self.render("mondrian_stats.sql.j2", work=self.work))
-            cand_all = s.table(self.render("mondrian_cand.sql.j2", stats=stats))
-            # attempt 1: every partition's widest dimension; attempt 2 (try_all_dims): all remaining
-            # dimensions of the partitions that failed, judged at once, the widest allowable wins
-            chosen_parts, side_parts, failed = [], [], None
-            for attempt in ((0, 1) if self.try_all_dims else (0,)):
-                where = "_adb_rank = 0" if attempt == 0 else \
-                    f"_adb_rank > 0 AND _adb_pid IN (SELECT _adb_pid FROM {ident(failed)})"
-                cand = s.table(f"SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_rank FROM {ident(cand_all)} WHERE {where}")
-                if attempt and not e.scalar(f"SELECT count(*) FROM {ident(cand)}"):
-                    break
+            cand_all = s.table(self.render("mondrian_cand.sql.j2", work=self.work))
+            # Attempt 1: every partition's widest dimension; attempt 2 (try_all_dims): all remaining
+            # dimensions of the partitions that failed, judged at once, the widest allowable wins.
+            # While the open rows times the dimensions are few, all dimensions go in one attempt.
+            if not self.try_all_dims:
+                wheres = ["_adb_rank = 0"]
+            elif n_rows * len(self.qis) <= ONE_ATTEMPT_ROWS:
+                wheres = [None]
+            else:
+                wheres = ["_adb_rank = 0", "_adb_rank > 0 AND _adb_pid NOT IN (SELECT _adb_pid FROM {chosen0})"]
+            chosen_parts, side_parts = [], []
+            for i, where in enumerate(wheres):
+                if where is None:
+                    cand = cand_all
+                else:
+                    where = where.format(chosen0=ident(chosen_parts[0]) if chosen_parts else "")
+                    cand = s.table(f"SELECT * FROM {ident(cand_all)} WHERE {where}")
+                    if i and not e.scalar(f"SELECT count(*) FROM {ident(cand)}"):
+                        break
                 hist = s.table(self.render("mondrian_hist.sql.j2", work=self.work, cand=cand))
                 cuts = s.table(self.render("mondrian_cut.sql.j2", hist=hist, cand=cand))
                 from_rows = self.relaxed and bool(self.sa)
@@ -412,39 +422,35 @@ class _Planner:
                                             from_rows=from_rows))
                 ok = self.judge(cells, ["_adb_pid", "_adb_dim", "_adb_side"])
                 chosen_parts.append(s.table(self.render("mondrian_choose.sql.j2", ok=ok, cuts=cuts)))
-                side_parts.append(s.table(
-                    f"SELECT x._adb_pid, x._adb_side{', x._adb_sa' if self.sa else ''}, x._adb_cnt FROM {ident(cells)} AS x "
-                    f"JOIN {ident(chosen_parts[-1])} AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim"))
-                if attempt == 0 and self.try_all_dims:
-                    failed = s.table(f"SELECT _adb_pid FROM {ident(stats)} WHERE _adb_pid NOT IN "
-                                     f"(SELECT _adb_pid FROM {ident(chosen_parts[-1])})")
-            chosen = s.table(" UNION ALL ".join(f"SELECT * FROM {ident(p)}" for p in chosen_parts))
+                side_parts.append(f"SELECT x._adb_pid, x._adb_side{', x._adb_sa' if self.sa else ''}, x._adb_cnt "
+                                  f"FROM {ident(cells)} AS x JOIN {ident(chosen_parts[-1])} AS c "
+                                  f"ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim")
+            chosen = chosen_parts[0] if len(chosen_parts) == 1 else \
+                s.table(" UNION ALL ".join(f"SELECT * FROM {ident(p)}" for p in chosen_parts))
             # final partitions: every open partition without an allowable cut
             e.execute(f"INSERT INTO {ident(self.assign)} SELECT _adb_rid, _adb_pid FROM {ident(self.work)} "
                       f"WHERE _adb_pid NOT IN (SELECT _adb_pid FROM {ident(chosen)})")
-            n_chosen = e.scalar(f"SELECT count(*) FROM {ident(chosen)}")
-            if n_chosen == 0:
-                n_final = e.scalar(f"SELECT count(*) FROM {ident(stats)}")
-                self.work = s.table(f"SELECT * FROM {ident(self.work)} LIMIT 0")
-                if progress:
-                    progress({"round": rnd, "open": 0, "final": n_final, "rows_open": 0})
-                break
-            sides = s.table(" UNION ALL ".join(f"SELECT * FROM {ident(p)}" for p in side_parts))
+            sides = s.table(" UNION ALL ".join(side_parts)) if self.nt else "(" + " UNION ALL ".join(side_parts) + ")"
+            sides_sql = ident(sides) if self.nt else sides
             children = s.table(f"SELECT _adb_pid, _adb_side, CAST({next_id} + row_number() OVER "
                                f"(ORDER BY _adb_pid, _adb_side) - 1 AS BIGINT) AS _adb_new, _adb_n "
-                               f"FROM (SELECT _adb_pid, _adb_side, sum(_adb_cnt) AS _adb_n FROM {ident(sides)} "
+                               f"FROM (SELECT _adb_pid, _adb_side, sum(_adb_cnt) AS _adb_n FROM {sides_sql} AS x "
                                f"GROUP BY ALL) AS c")
-            e.execute(f"INSERT INTO {ident(self.tree)} SELECT _adb_new, _adb_pid, _adb_n FROM {ident(children)}")
-            if self.nt:
-                self._advance_nt(children, sides)
-            next_id = e.scalar(f"SELECT max(_adb_new) + 1 FROM {ident(children)}")
+            n_children, n_cut, rows_open = e.fetch_rows(
+                f"SELECT count(*), count(DISTINCT _adb_pid), coalesce(sum(_adb_n), 0) FROM {ident(children)}")[1][0]
             old = self.work
-            self.work = s.table(self.render("mondrian_relabel.sql.j2", work=self.work, cuts=chosen, children=children))
+            if n_children:
+                e.execute(f"INSERT INTO {ident(self.tree)} SELECT _adb_new, _adb_pid, _adb_n FROM {ident(children)}")
+                if self.nt:
+                    self._advance_nt(children, sides)
+                self.work = s.table(self.render("mondrian_relabel.sql.j2", work=self.work, cuts=chosen,
+                                                children=children))
             if progress:
-                n_final = e.scalar(f"SELECT count(*) FROM {ident(stats)}") - n_chosen
-                progress({"round": rnd, "open": e.scalar(f"SELECT count(*) FROM {ident(children)}"),
-                          "final": n_final, "rows_open": e.scalar(f"SELECT count(*) FROM {ident(self.work)}")})
-            s.drop(old)
+                progress({"round": rnd, "open": n_children, "final": n_parts - n_cut, "rows_open": int(rows_open)})
+            next_id += n_children
+            n_parts, n_rows = n_children, int(rows_open)
+            if n_children:
+                s.drop(old)
             s.drop_since(mark, keep=[self.work] + ([self.anc] if self.nt else []))
         return self.assign, rnd, self.tree
 
