@@ -157,7 +157,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                                types, hierarchies.get(sensitive) if sensitive else None, qi_cols)
             assign, rounds, tree = planner.run(progress)
             stage = _temp_release_name(eng, out)
-            boxes = _materialize(eng, s, base, assign, qis, hq, sensitive, ids, cols, stage, seed)
+            boxes, joined = _materialize(eng, s, base, assign, qis, hq, sensitive, ids, cols, stage, seed)
             n_classes = eng.scalar(f"SELECT count(*) FROM {ident(boxes)}")
             released = eng.scalar(f"SELECT count(*) FROM {ident(stage)}")
             if released != total:  # every input row appears exactly once
@@ -183,7 +183,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                                    f"({bad.violating_groups} groups violate){where}; nothing was written")
             ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
             kmin = min(ks) if ks else None
-            utility = _utility(eng, base, assign, boxes, qis, sensitive, total, kmin)
+            utility = _utility(eng, joined, boxes, qis, sensitive, total, kmin)
         if eng.exists(out):
             eng.drop(out)
         eng.rename(stage, out)
@@ -499,7 +499,7 @@ class _Planner:
 
 
 # ------------------------------------------------------------------------------------------------
-def _materialize(eng, s, base, assign, qis, hq, sensitive, ids, cols, stage, seed) -> str:
+def _materialize(eng, s, base, assign, qis, hq, sensitive, ids, cols, stage, seed) -> tuple[str, str]:
     """The release: generalized QIs (each under its own name: a label; numeric and date QIs also as
     <name>_lo / <name>_hi), eq_class, the other columns unchanged, identifiers dropped, rows in a
     seeded random order. Boxes come from each final partition's own rows."""
@@ -512,18 +512,20 @@ def _materialize(eng, s, base, assign, qis, hq, sensitive, ids, cols, stage, see
                                      f"but the source already has a column of that name")
     if "eq_class" in taken:
         raise InputError("the release adds the column 'eq_class', but the source already has one")
-    boxes = s.table(eng.render("mondrian_boxes.sql.j2", base=base, assign=assign, qis=qis, hq=hq))
+    joined = s.table(f"SELECT a._adb_pid, b.* FROM {ident(base)} AS b JOIN {ident(assign)} AS a "
+                     f"ON a._adb_rid = b._adb_rid")  # every row with its class, joined once
+    boxes = s.table(eng.render("mondrian_boxes.sql.j2", joined=joined, qis=qis, hq=hq))
     keep = [c for c in cols if c not in ids and c != "_adb_rid"]
     qcol = {q.column: i for i, q in enumerate(qis)}
-    eng.execute(eng.render("mondrian_release.sql.j2", stage=stage, base=base, assign=assign, boxes=boxes,
+    eng.execute(eng.render("mondrian_release.sql.j2", stage=stage, joined=joined, boxes=boxes,
                            qis=qis, qcol=qcol, keep=keep, seed=int(seed)))
-    return boxes
+    return boxes, joined
 
 
-def _utility(eng, base, assign, boxes, qis, sensitive, total, k) -> dict[str, Any]:
+def _utility(eng, joined, boxes, qis, sensitive, total, k) -> dict[str, Any]:
     """DM, C_AVG, GCP and NCP, KL-divergence [Li thesis 1.2.3; spec-closeness-slicing 6.1, 6.2, 6.6].
     NCP = GCP / (|T| * d), the average over records and QIs (the Python Mondrian tools' figure)."""
-    r = eng.fetch(eng.render("mondrian_utility.sql.j2", base=base, assign=assign, boxes=boxes, qis=qis,
+    r = eng.fetch(eng.render("mondrian_utility.sql.j2", joined=joined, boxes=boxes, qis=qis,
                              sensitive=sensitive, total=total))[0]
     n, classes = int(r["n"]), int(r["classes"])
     gcp = float(r["gcp"] or 0.0)
