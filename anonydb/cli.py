@@ -71,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--categorical", choices=("hierarchy", "order"), default="hierarchy",
                    help="cut categorical QIs along their hierarchy (default) or in sorted value order")
     a.add_argument("--replace", action="store_true", help="replace --out if it exists")
+    a.add_argument("--view", action="store_true", help="make --out a view over the verified rows (kept in <out>__data)")
     a.add_argument("--seed", type=int, default=0, help="seed of the release's row order (default 0)")
     a.add_argument("--quiet", action="store_true", help="no progress display")
     a.add_argument("--json", action="store_true", help="print the result (utility, verification) as JSON")
@@ -148,7 +149,7 @@ def _anonymize(args: argparse.Namespace) -> int:
         result = anonymize(
             args.source, args.qi, args.sensitive, out=args.out, engine=engine, hierarchies=hierarchies, kinds=kinds,
             identifiers=args.identifiers, relaxed=args.relaxed, categorical=args.categorical, replace=args.replace,
-            seed=args.seed, progress=progress, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
+            seed=args.seed, progress=progress, as_view=args.view, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
             t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, reference=args.reference)
         if not args.quiet:
             print(file=sys.stderr)

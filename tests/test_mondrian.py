@@ -289,3 +289,16 @@ def test_date_and_ordinal_qis(engine):
     assert all(g["day_lo"] <= g["orig"] <= g["day_hi"] for g in got)
     assert dict(engine.columns("rel"))["day_lo"] == "DATE"
     assert any(g["day"].startswith("[2024-01-") for g in got)
+
+
+def test_release_as_view_and_replace(engine):
+    make_table(engine, "t12", ["id", "name", "zip", "age", "disease"], TABLE_1_2)
+    anonymize("t12", ["zip", "age"], "disease", out="rel", engine=engine, k=3, as_view=True)
+    kinds = dict(engine.fetch_rows("SELECT table_name, table_type FROM information_schema.tables")[1])
+    assert kinds["rel"] == "VIEW" and kinds["rel__data"] == "BASE TABLE"
+    assert classes_of(engine, "rel") == [frozenset({1, 2, 7, 8, 9}), frozenset({3, 4, 5, 6})]
+    # replacing the view by a table (k = 4 gives the same two classes, 5 a single one)
+    anonymize("t12", ["zip", "age"], "disease", out="rel", engine=engine, k=5, replace=True)
+    kinds = dict(engine.fetch_rows("SELECT table_name, table_type FROM information_schema.tables")[1])
+    assert kinds["rel"] == "BASE TABLE" and "rel__data" not in kinds
+    assert classes_of(engine, "rel") == [frozenset(range(1, 10))]

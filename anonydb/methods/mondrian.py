@@ -94,7 +94,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
               hierarchies: dict[str, Hierarchy] | None = None, kinds: dict[str, str] | None = None,
               identifiers: str | Iterable[str] | None = None, relaxed: bool = False,
               categorical: str = "hierarchy", try_all_dims: bool = True, replace: bool = False,
-              seed: int = 0, progress: Callable[[dict[str, Any]], None] | None = None,
+              seed: int = 0, progress: Callable[[dict[str, Any]], None] | None = None, as_view: bool = False,
               **params: Any) -> MondrianResult:
     """Anonymize ``source`` with Mondrian into the table ``out``; return the verified release.
 
@@ -106,6 +106,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     (numeric, categorical, ordinal, date). ``identifiers`` are dropped from the release;
     other columns are kept unchanged. ``relaxed`` splits ties so both halves are balanced.
     ``progress`` is called after every round with {round, open, final, rows_open}.
+    ``as_view``: ``out`` becomes a view over the verified rows, stored in ``<out>__data`` (a view
+    over the live source would let later changes to the source bypass the verification).
     """
     t0 = time.perf_counter()
     eng = connect(engine)
@@ -184,9 +186,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
             kmin = min(ks) if ks else None
             utility = _utility(eng, joined, boxes, qis, sensitive, total, kmin)
-        if eng.exists(out):
-            eng.drop(out)
-        eng.rename(stage, out)
+        _swap(eng, stage, out, as_view)
         stage = None
     finally:
         if stage is not None and eng.exists(stage):
@@ -194,6 +194,30 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     return MondrianResult(table=out, rows=int(total), classes=n_classes, rounds=rounds,
                           seconds=time.perf_counter() - t0, utility=utility, report=report,
                           params={"relaxed": relaxed, "categorical": categorical, **(model_params or {})})
+
+
+def _swap(eng: Engine, stage: str, out: str, as_view: bool) -> None:
+    """Put the verified staging table in place of ``out`` (table or view) in one transaction."""
+    kinds = dict(eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables "
+                                "WHERE table_name IN (?, ?)", [out, out + "__data"])[1])
+    eng.execute("BEGIN TRANSACTION")
+    try:
+        if out in kinds:
+            eng.drop(out, view=kinds[out] == "VIEW")
+        if as_view:
+            data = out + "__data"
+            if data in kinds:
+                eng.drop(data, view=kinds[data] == "VIEW")
+            eng.rename(stage, data)
+            eng.execute(f"CREATE VIEW {ident(out)} AS SELECT * FROM {ident(data)}")
+        else:
+            if kinds.get(out) == "VIEW" and out + "__data" in kinds:  # the rows of the view it replaces
+                eng.drop(out + "__data")
+            eng.rename(stage, out)
+        eng.execute("COMMIT")
+    except BaseException:
+        eng.execute("ROLLBACK")
+        raise
 
 
 def _temp_release_name(eng: Engine, out: str) -> str:
