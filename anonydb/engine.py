@@ -115,6 +115,7 @@ class Engine(abc.ABC):
 class Scratch:
     def __init__(self, engine: Engine, prefix: str):
         self.engine, self.prefix, self.names = engine, prefix, []
+        self.slots: dict[str, str] = {}
 
     def name(self) -> str:
         n = temp_name(self.prefix)
@@ -126,10 +127,18 @@ class Scratch:
         self.engine.create_table_as(n, select, temp=True)
         return n
 
+    def put(self, role: str, select: str | Rendered) -> str:
+        """(Re)create the table of ``role`` (one name per role, replaced in place): the tables of a
+        loop's rounds cost no DROP statements and hold one round at a time."""
+        if role not in self.slots:
+            self.slots[role] = self.name()
+        self.engine.create_table_as(self.slots[role], select, temp=True, replace=True)
+        return self.slots[role]
+
     def drop_since(self, mark: int, keep: Iterable[str] = ()) -> None:
         """Drop the tables made since ``len(self.names) == mark``, except ``keep`` (an anonymizer's
         round-by-round intermediates, so memory stays bounded by one round)."""
-        keep = set(keep)
+        keep = set(keep) | set(self.slots.values())
         made, self.names = self.names[mark:], self.names[:mark]
         for n in reversed(made):
             if n in keep:
@@ -150,6 +159,7 @@ class Scratch:
             except Exception:
                 pass
         self.names.clear()
+        self.slots.clear()
 
 
 class DuckDBEngine(Engine):

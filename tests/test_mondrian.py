@@ -103,7 +103,7 @@ def test_same_partitions_as_reference_k(engine, rows, k, relaxed, order):
     _load(engine, rows)
     if k > len(rows):
         with pytest.raises(InfeasibleError):
-            anonymize("src", order, out="rel", engine=engine, k=k, relaxed=relaxed)
+            anonymize("src", order, out="rel", engine=engine, k=k, relaxed=relaxed, replace=True)
         return
     anonymize("src", order, out="rel", engine=engine, k=k, relaxed=relaxed, replace=True)
     ref = mondrian_reference(rows, order, KINDS, k_ok(k), relaxed=relaxed)
@@ -117,7 +117,7 @@ def test_same_partitions_as_reference_l(engine, rows, l, relaxed, all_dims):
     _load(engine, rows)
     if len({r["s"] for r in rows}) < l:
         with pytest.raises(InfeasibleError, match="distinct"):
-            anonymize("src", "x,y,z", "s", out="rel", engine=engine, l=l, relaxed=relaxed)
+            anonymize("src", "x,y,z", "s", out="rel", engine=engine, l=l, relaxed=relaxed, replace=True)
         return
     anonymize("src", "x,y,z", "s", out="rel", engine=engine, l=l, relaxed=relaxed, try_all_dims=all_dims,
               replace=True)

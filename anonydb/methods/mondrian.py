@@ -342,9 +342,10 @@ class _Planner:
         return self.s.table(f"SELECT {', '.join(ident(k) for k in keys)}, sum(_adb_cnt) AS _adb_n FROM {ident(cells)} "
                             f"GROUP BY ALL")
 
-    def judge(self, cells: str, keys: list[str], first: bool = False) -> str:
-        """Per key: ok = every model holds (the models' own verdict plans)."""
-        groups = self.groups_of(cells, keys)
+    def judge(self, cells: str, keys: list[str], first: bool = False, groups: str | None = None) -> str:
+        """SQL of (keys..., _adb_ok): every model holds on the group (the models' own verdict
+        plans; the expensive ones materialized)."""
+        groups = groups or self.groups_of(cells, keys)
         ctx = self.ctx(cells, groups, keys, self.glob, self.domain, **self.nt_extra())
         if first:
             for m in self.models:
@@ -353,7 +354,7 @@ class _Planner:
                  for m in self.models]
         k = ", ".join(ident(x) for x in keys)
         union = " UNION ALL ".join(f"SELECT {k}, _adb_ok FROM {p} AS v" for p in parts)
-        return self.s.table(f"SELECT {k}, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM ({union}) AS u GROUP BY ALL")
+        return f"SELECT {k}, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM ({union}) AS u GROUP BY ALL"
 
     # the whole table's distribution and the (n,t) references -------------------------------------
     def setup(self) -> None:
@@ -380,7 +381,7 @@ class _Planner:
                         f"GROUP BY ALL")
         self.nt_extra = self._nt_extra_root
         ok = self.judge(cells, ["_adb_pid"], first=True)
-        if not e.scalar(f"SELECT bool_and(_adb_ok) FROM {ident(ok)}"):
+        if not e.scalar(f"SELECT bool_and(_adb_ok) FROM ({ok}) AS o"):
             raise InfeasibleError(self._why_infeasible())
         self.nt_extra = self._nt_extra_cut
 
@@ -420,7 +421,7 @@ class _Planner:
         while n_parts:
             rnd += 1
             mark = len(s.names)
-            cand_all = s.table(self.render("mondrian_cand.sql.j2", work=self.work))
+            cand_all = s.put("cand", self.render("mondrian_cand.sql.j2", work=self.work))
             # Attempt 1: every partition's widest dimension; attempt 2 (try_all_dims): all remaining
             # dimensions of the partitions that failed, judged at once, the widest allowable wins.
             # While the open rows times the dimensions are few, all dimensions go in one attempt.
@@ -436,30 +437,29 @@ class _Planner:
                     cand = cand_all
                 else:
                     where = where.format(chosen0=ident(chosen_parts[0]) if chosen_parts else "")
-                    cand = s.table(f"SELECT * FROM {ident(cand_all)} WHERE {where}")
+                    cand = s.put(f"cand{i}", f"SELECT * FROM {ident(cand_all)} WHERE {where}")
                     if i and not e.scalar(f"SELECT count(*) FROM {ident(cand)}"):
                         break
-                hist = s.table(self.render("mondrian_hist.sql.j2", work=self.work, cand=cand))
-                cuts = s.table(self.render("mondrian_cut.sql.j2", hist=hist, cand=cand))
-                from_rows = self.relaxed and bool(self.sa)
-                cells = s.table(self.render("mondrian_cells.sql.j2", hist=hist, cuts=cuts, work=self.work,
-                                            from_rows=from_rows))
-                ok = self.judge(cells, ["_adb_pid", "_adb_dim", "_adb_side"])
-                chosen_parts.append(s.table(self.render("mondrian_choose.sql.j2", ok=ok, cuts=cuts)))
+                split = s.put(f"split{i}", self.render("mondrian_split.sql.j2", work=self.work, cand=cand,
+                                                       from_rows=self.relaxed and bool(self.sa)))
+                keys = ["_adb_pid", "_adb_dim", "_adb_side"]
+                ok = self.judge(split, keys, groups=None if self.sa else split)
+                chosen_parts.append(s.put(f"chosen{i}", self.render("mondrian_choose.sql.j2", ok=ok, split=split)))
                 side_parts.append(f"SELECT x._adb_pid, x._adb_side{', x._adb_sa' if self.sa else ''}, x._adb_cnt "
-                                  f"FROM {ident(cells)} AS x JOIN {ident(chosen_parts[-1])} AS c "
+                                  f"FROM {ident(split)} AS x JOIN {ident(chosen_parts[-1])} AS c "
                                   f"ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim")
             chosen = chosen_parts[0] if len(chosen_parts) == 1 else \
-                s.table(" UNION ALL ".join(f"SELECT * FROM {ident(p)}" for p in chosen_parts))
+                s.put("chosen", " UNION ALL ".join(f"SELECT * FROM {ident(p)}" for p in chosen_parts))
             # final partitions: every open partition without an allowable cut
             e.execute(f"INSERT INTO {ident(self.assign)} SELECT _adb_rid, _adb_pid FROM {ident(self.work)} "
                       f"WHERE _adb_pid NOT IN (SELECT _adb_pid FROM {ident(chosen)})")
-            sides = s.table(" UNION ALL ".join(side_parts)) if self.nt else "(" + " UNION ALL ".join(side_parts) + ")"
+            sides = s.put("sides", " UNION ALL ".join(side_parts)) if self.nt else \
+                "(" + " UNION ALL ".join(side_parts) + ")"
             sides_sql = ident(sides) if self.nt else sides
-            children = s.table(f"SELECT _adb_pid, _adb_side, CAST({next_id} + row_number() OVER "
-                               f"(ORDER BY _adb_pid, _adb_side) - 1 AS BIGINT) AS _adb_new, _adb_n "
-                               f"FROM (SELECT _adb_pid, _adb_side, sum(_adb_cnt) AS _adb_n FROM {sides_sql} AS x "
-                               f"GROUP BY ALL) AS c")
+            children = s.put("children", f"SELECT _adb_pid, _adb_side, CAST({next_id} + row_number() OVER "
+                                         f"(ORDER BY _adb_pid, _adb_side) - 1 AS BIGINT) AS _adb_new, _adb_n "
+                                         f"FROM (SELECT _adb_pid, _adb_side, sum(_adb_cnt) AS _adb_n FROM {sides_sql} "
+                                         f"AS x GROUP BY ALL) AS c")
             n_children, n_cut, rows_open = e.fetch_rows(
                 f"SELECT count(*), count(DISTINCT _adb_pid), coalesce(sum(_adb_n), 0) FROM {ident(children)}")[1][0]
             old = self.work
@@ -467,13 +467,13 @@ class _Planner:
                 e.execute(f"INSERT INTO {ident(self.tree)} SELECT _adb_new, _adb_pid, _adb_n FROM {ident(children)}")
                 if self.nt:
                     self._advance_nt(children, sides)
-                self.work = s.table(self.render("mondrian_relabel.sql.j2", work=self.work, cuts=chosen,
-                                                children=children))
+                self.work = s.put(f"work{rnd % 2}", self.render("mondrian_relabel.sql.j2", work=self.work,
+                                                               cuts=chosen, children=children))
             if progress:
                 progress({"round": rnd, "open": n_children, "final": n_parts - n_cut, "rows_open": int(rows_open)})
             next_id += n_children
             n_parts, n_rows = n_children, int(rows_open)
-            if n_children:
+            if n_children and old not in s.slots.values():  # the set-up's rows
                 s.drop(old)
             s.drop_since(mark, keep=[self.work] + ([self.anc] if self.nt else []))
         return self.assign, rnd, self.tree
