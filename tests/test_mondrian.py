@@ -302,3 +302,39 @@ def test_release_as_view_and_replace(engine):
     kinds = dict(engine.fetch_rows("SELECT table_name, table_type FROM information_schema.tables")[1])
     assert kinds["rel"] == "BASE TABLE" and "rel__data" not in kinds
     assert classes_of(engine, "rel") == [frozenset(range(1, 10))]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=small_tables(), k=st.integers(1, 4), relaxed=st.booleans())
+def test_kl_divergence_oracle(engine, rows, k, relaxed):
+    """KL(p || p^) from the released rows, computed directly: p over (x, y, z, s) cells; p^(cell)
+    sums, over the classes holding the cell, cnt_G(s)/N / vol(G), vol(G) = (#table values of x in
+    [x_lo, x_hi]) * |y's value set| * (#table values of z in [z_lo, z_hi])."""
+    import math
+
+    engine.execute("DROP TABLE IF EXISTS src")
+    _load(engine, rows)
+    if k > len(rows):
+        return
+    r = anonymize("src", "x,y,z", "s", out="rel", engine=engine, k=k, relaxed=relaxed, replace=True)
+    got = engine.fetch("SELECT * FROM rel")
+    n = len(rows)
+    xs, zs = sorted({q["x"] for q in rows}), sorted({q["z"] for q in rows})
+    by_id = {q["id"]: q for q in rows}
+    cls = defaultdict(list)
+    for g in got:
+        cls[g["eq_class"]].append(g)
+    vol, cnt = {}, {}
+    for c, members in cls.items():
+        g = members[0]
+        ny = 1 if not g["y"].startswith("{") else len(g["y"][1:-1].split(", "))
+        vol[c] = (sum(g["x_lo"] <= v <= g["x_hi"] for v in xs) * ny * sum(g["z_lo"] <= v <= g["z_hi"] for v in zs))
+        cnt[c] = Counter(m["s"] for m in members)
+    cells = Counter((q["x"], q["y"], q["z"], q["s"]) for q in rows)
+    holders = defaultdict(set)
+    for g in got:
+        q = by_id[g["id"]]
+        holders[(q["x"], q["y"], q["z"], q["s"])].add(g["eq_class"])
+    kl = sum(c / n * math.log((c / n) / sum(cnt[g][cell[3]] / n / vol[g] for g in holders[cell]))
+             for cell, c in cells.items())
+    assert r.utility["kl"] == pytest.approx(kl, abs=1e-9)

@@ -149,17 +149,17 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                     raise InputError(f"a hierarchy is given for {attr!r}, which is neither a quasi-identifier "
                                      f"nor the sensitive attribute")
             sa = sensitive if any(m.needs_sensitive for m in models) else None
-            base = s.table(f"SELECT CAST(row_number() OVER () - 1 AS BIGINT) AS _adb_rid, * FROM {ident(relation)}")
+            base, rid = _row_ids(eng, s, relation)
             total = eng.scalar(f"SELECT count(*) FROM {ident(base)}")
             if total == 0:
                 raise InputError(f"{source} is empty: there is nothing to anonymize")
             qis = _code_qis(eng, s, base, qi_cols, types, kinds or {}, hierarchies, categorical)
             hq = _hierarchy_codes(eng, s, qis)
-            planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, total,
+            planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, rid, total,
                                types, hierarchies.get(sensitive) if sensitive else None, qi_cols)
             assign, rounds, tree = planner.run(progress)
             stage = _temp_release_name(eng, out)
-            boxes, joined = _materialize(eng, s, base, assign, qis, hq, sensitive, ids, cols, stage, seed)
+            boxes, joined = _materialize(eng, s, base, rid, assign, qis, hq, sensitive, ids, cols, stage, seed)
             n_classes = eng.scalar(f"SELECT count(*) FROM {ident(boxes)}")
             released = eng.scalar(f"SELECT count(*) FROM {ident(stage)}")
             if released != total:  # every input row appears exactly once
@@ -185,7 +185,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                                    f"({bad.violating_groups} groups violate){where}; nothing was written")
             ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
             kmin = min(ks) if ks else None
-            utility = _utility(eng, joined, boxes, qis, sensitive, total, kmin)
+            utility = _utility(eng, joined, boxes, qis, sensitive, total, kmin, relaxed)
         _swap(eng, stage, out, as_view)
         stage = None
     finally:
@@ -218,6 +218,16 @@ def _swap(eng: Engine, stage: str, out: str, as_view: bool) -> None:
     except BaseException:
         eng.execute("ROLLBACK")
         raise
+
+
+def _row_ids(eng: Engine, s: Any, relation: str) -> tuple[str, str]:
+    """A row id for every source row: DuckDB's ``rowid`` of a base table (no copy), else a numbered
+    copy of the source. Returns (relation, row-id column)."""
+    if eng.dialect == "duckdb":
+        kind = eng.fetch_rows("SELECT table_type FROM information_schema.tables WHERE table_name = ?", [relation])[1]
+        if kind and kind[0][0] in ("BASE TABLE", "LOCAL TEMPORARY") and "_adb_rid" not in dict(eng.columns(relation)):
+            return relation, "rowid"
+    return s.table(f"SELECT CAST(row_number() OVER () - 1 AS BIGINT) AS _adb_rid, * FROM {ident(relation)}"), "_adb_rid"
 
 
 def _temp_release_name(eng: Engine, out: str) -> str:
@@ -319,7 +329,8 @@ def _hierarchy_codes(eng, s, qis: list[_QI]) -> str | None:
 class _Planner:
     """The rounds of the level-wise plan."""
 
-    def __init__(self, eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, total, types, sa_hier, qi_cols):
+    def __init__(self, eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, rid, total, types, sa_hier, qi_cols):
+        self.rid = rid
         self.eng, self.s, self.qis, self.hq, self.sa = eng, s, qis, hq, sa
         self.relaxed, self.try_all_dims, self.models = relaxed, try_all_dims, models
         self.base, self.total, self.types, self.sa_hier, self.qi_cols = base, total, types, sa_hier, qi_cols
@@ -360,7 +371,7 @@ class _Planner:
     def setup(self) -> None:
         e, s = self.eng, self.s
         cols = ", ".join(f"_adb_c{i}" for i in range(len(self.qis)))
-        self.work = s.table(self.render("mondrian_work.sql.j2", base=self.base))
+        self.work = s.table(self.render("mondrian_work.sql.j2", base=self.base, rid=self.rid))
         if self.sa:
             self.glob = s.table(f"SELECT _adb_sa, count(*) AS _adb_cnt FROM {ident(self.work)} GROUP BY _adb_sa")
             self.domain = e.scalar(f"SELECT count(*) FROM {ident(self.glob)}")
@@ -523,7 +534,7 @@ class _Planner:
 
 
 # ------------------------------------------------------------------------------------------------
-def _materialize(eng, s, base, assign, qis, hq, sensitive, ids, cols, stage, seed) -> tuple[str, str]:
+def _materialize(eng, s, base, rid, assign, qis, hq, sensitive, ids, cols, stage, seed) -> tuple[str, str]:
     """The release: generalized QIs (each under its own name: a label; numeric and date QIs also as
     <name>_lo / <name>_hi), eq_class, the other columns unchanged, identifiers dropped, rows in a
     seeded random order. Boxes come from each final partition's own rows."""
@@ -536,8 +547,9 @@ def _materialize(eng, s, base, assign, qis, hq, sensitive, ids, cols, stage, see
                                      f"but the source already has a column of that name")
     if "eq_class" in taken:
         raise InputError("the release adds the column 'eq_class', but the source already has one")
-    joined = s.table(f"SELECT a._adb_pid, b.* FROM {ident(base)} AS b JOIN {ident(assign)} AS a "
-                     f"ON a._adb_rid = b._adb_rid")  # every row with its class, joined once
+    rid_col = "" if rid == "_adb_rid" else f"b.{rid} AS _adb_rid, "
+    joined = s.table(f"SELECT a._adb_pid, {rid_col}b.* FROM {ident(base)} AS b JOIN {ident(assign)} AS a "
+                     f"ON a._adb_rid = b.{ident(rid) if rid == '_adb_rid' else rid}")  # rows with their class, once
     boxes = s.table(eng.render("mondrian_boxes.sql.j2", joined=joined, qis=qis, hq=hq))
     keep = [c for c in cols if c not in ids and c != "_adb_rid"]
     qcol = {q.column: i for i, q in enumerate(qis)}
@@ -546,10 +558,10 @@ def _materialize(eng, s, base, assign, qis, hq, sensitive, ids, cols, stage, see
     return boxes, joined
 
 
-def _utility(eng, joined, boxes, qis, sensitive, total, k) -> dict[str, Any]:
+def _utility(eng, joined, boxes, qis, sensitive, total, k, relaxed) -> dict[str, Any]:
     """DM, C_AVG, GCP and NCP, KL-divergence [Li thesis 1.2.3; spec-closeness-slicing 6.1, 6.2, 6.6].
     NCP = GCP / (|T| * d), the average over records and QIs (the Python Mondrian tools' figure)."""
-    r = eng.fetch(eng.render("mondrian_utility.sql.j2", joined=joined, boxes=boxes, qis=qis,
+    r = eng.fetch(eng.render("mondrian_utility.sql.j2", joined=joined, boxes=boxes, qis=qis, relaxed=relaxed,
                              sensitive=sensitive, total=total))[0]
     n, classes = int(r["n"]), int(r["classes"])
     gcp = float(r["gcp"] or 0.0)
