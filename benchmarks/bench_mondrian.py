@@ -1,0 +1,291 @@
+"""Time anonydb's Mondrian anonymizer on Adult (vs anonypy), on synthetic censuses, and in Li's thesis settings.
+
+On Adult against the pip package anonypy in the same process, on synthetic censuses of growing
+size, and in the settings of Li's thesis (Chapter 2).
+
+    python benchmarks/bench_mondrian.py adult --repeat 3
+    python benchmarks/bench_mondrian.py scale --rows 100000 1000000 10000000 --memory-limit 4GB
+    python benchmarks/bench_mondrian.py thesis --repeat 3
+
+``adult``: k=10 over 8 QIs (sensitive salary-class), anonydb (categorical="order", the flat NCP of
+the Python Mondrian tools) alternated with anonypy's Mondrian (partition + generalize); anonydb
+with the Adult hierarchies (NCP of a categorical value = card(LCA) / |A|); and the (k,t) run
+(k=5, t=0.15, equal-distance EMD over occupation) on the thesis's 6 QIs.
+``scale``: every size in a fresh subprocess (``scale-one``), so that the peak RSS
+(``ru_maxrss``, a process-wide high-water mark) is that size's own.
+``thesis``: l-diversity / t-closeness / (n,t)-closeness releases and the similarity attack:
+the tuples whose class's occupations all lie in one of three semantic groups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for _p in (ROOT, ROOT / "benchmarks"):  # anonydb from this checkout; the peers package beside this file
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+import anonydb  # noqa: E402
+from anonydb.methods import anonymize  # noqa: E402
+
+ADULT_QIS = ["age", "workclass", "education", "marital-status", "race", "sex", "native-country", "occupation"]
+ADULT_SA = "salary-class"
+THESIS_QIS = ["age", "workclass", "education", "marital-status", "race", "sex"]
+THESIS_SA = "occupation"
+NUMERIC = {"age"}
+
+# Li's thesis, Chapter 2: the semantic groups of occupation for the similarity attack
+SIMILAR = [
+    ["Tech-support", "Craft-repair", "Prof-specialty", "Machine-op-inspct", "Farming-fishing"],
+    ["Other-service", "Handlers-cleaners", "Transport-moving", "Priv-house-serv", "Protective-serv"],
+    ["Sales", "Exec-managerial", "Adm-clerical", "Armed-Forces"],
+]
+
+THESIS_SETTINGS = [
+    ("distinct 5-diversity", dict(l=5), 2471),
+    ("probabilistic 5-diversity", dict(l=5, l_variant="probabilistic"), 720),
+    ("5-anonymity + 0.15-closeness", dict(k=5, t=0.15), 0),
+    ("5-anonymity + (1000,0.15)-closeness", dict(k=5, n=1000, t=0.15), 0),
+]
+
+
+def _command(argv) -> str:
+    return f"python benchmarks/{' '.join(sys.argv[0].split('/')[-1:] + list(argv if argv is not None else sys.argv[1:]))}"
+
+
+def _runs(xs) -> str:
+    return ", ".join(f"{x:.2f}" for x in xs)
+
+
+def adult_hierarchies(attrs):
+    from anonydb.datasets import adult_hierarchy_paths
+
+    paths = adult_hierarchy_paths()
+    return {a: anonydb.Hierarchy.from_arx(paths[a]) for a in attrs}
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    r = fn()
+    return time.perf_counter() - t0, r
+
+
+# ------------------------------------------------------------------------------------------------
+def cmd_adult(args, argv) -> int:
+    from anonydb.datasets import load_adult
+    from peers.anonypy_peer import load_adult_frame, ncp, run_anonypy
+
+    e = anonydb.connect()
+    load_adult(e, "adult")
+    df = load_adult_frame()
+    rows = e.scalar("SELECT count(*) FROM adult")
+    assert rows == len(df), f"anonydb loaded {rows} rows, pandas {len(df)}"
+    k = 10
+    cat = [q for q in ADULT_QIS if q not in NUMERIC]
+    hier = adult_hierarchies(cat)
+
+    def mine(out, **kw):
+        return anonymize("adult", ADULT_QIS, ADULT_SA, out=out, engine=e, k=k, replace=True, **kw)
+
+    ours, peer, res, parts = [], [], None, None
+    for _ in range(args.repeat):  # alternate so both see the same machine load
+        s, parts_i = run_anonypy(df, ADULT_QIS, ADULT_SA, k)
+        peer.append(s)
+        if parts is not None and parts_i != parts:
+            print("WARNING: anonypy's partitions differ between runs", file=sys.stderr)
+        parts = parts_i
+        s, res = _timed(lambda: mine("adult_order", categorical="order"))
+        ours.append(s)
+    flat = sorted(i for p in parts for i in p)
+    if flat != list(range(len(df))):
+        print("WARNING: anonypy's partitions do not cover the rows exactly once", file=sys.stderr)
+    if min(map(len, parts)) < k:
+        print(f"WARNING: anonypy has a partition of {min(map(len, parts))} < k rows", file=sys.stderr)
+    peer_ncp = ncp(df, ADULT_QIS, parts, cat)
+
+    hier_t, hres = [], None
+    for _ in range(args.repeat):
+        s, hres = _timed(lambda: mine("adult_hierarchy", categorical="hierarchy", hierarchies=hier))
+        hier_t.append(s)
+
+    kt_t, kres = [], None
+    for _ in range(args.repeat):
+        s, kres = _timed(lambda: anonymize("adult", THESIS_QIS, THESIS_SA, out="adult_kt", engine=e, k=5, t=0.15,
+                                           categorical="order", replace=True))
+        kt_t.append(s)
+
+    m_o, m_p, m_h, m_k = (statistics.median(x) for x in (ours, peer, hier_t, kt_t))
+    print(f"# Mondrian on Adult: {rows:,} rows; {dt.date.today()}; medians over {args.repeat} runs, "
+          f"anonydb and anonypy alternated in one process")
+    print(f"# command: {_command(argv)}")
+    print(f"# k=10 QIs: {', '.join(ADULT_QIS)} (sensitive {ADULT_SA}); (k,t) QIs: {', '.join(THESIS_QIS)} "
+          f"(sensitive {THESIS_SA}, equal-distance EMD)")
+    print("| run | median s | runs (s) | ratio anonypy/run | classes | min class | NCP % | DM |")
+    print("|---|---|---|---|---|---|---|---|")
+    print(f"| anonypy 0.2.1 Mondrian, k=10 (partition + generalize) | {m_p:.2f} | {_runs(peer)} | 1.0 | "
+          f"{len(parts):,} | {min(map(len, parts))} | {100 * peer_ncp:.2f} | {sum(len(p) ** 2 for p in parts):,} |")
+    for name, m, ts, r in [("anonydb, k=10, categorical=order", m_o, ours, res),
+                           ("anonydb, k=10, categorical=hierarchy", m_h, hier_t, hres)]:
+        print(f"| {name} | {m:.2f} | {_runs(ts)} | {m_p / m:.1f} | {r.classes:,} | {_min_class(e, r.table)} | "
+              f"{100 * r.utility['ncp']:.2f} | {r.utility['dm']:,} |")
+    print(f"| anonydb, (k,t) k=5 t=0.15, categorical=order | {m_k:.2f} | {_runs(kt_t)} | — | {kres.classes:,} | "
+          f"{_min_class(e, kres.table)} | {100 * kres.utility['ncp']:.2f} | {kres.utility['dm']:,} |")
+    print(f"\nanonydb (order) runs: rounds {res.rounds}; anonydb (hierarchy) rounds {hres.rounds}; "
+          f"(k,t) rounds {kres.rounds}; verified: {res.report.holds}, {hres.report.holds}, {kres.report.holds}")
+    e.close()
+    return 0
+
+
+def _min_class(e, table) -> int:
+    return e.scalar(f'SELECT min(n) FROM (SELECT count(*) AS n FROM "{table}" GROUP BY eq_class)')
+
+
+# ------------------------------------------------------------------------------------------------
+def cmd_scale_one(args, argv) -> int:
+    from anonydb.datasets import CENSUS_QIS, synthetic_census
+
+    e = anonydb.connect()
+    if args.memory_limit:
+        e.execute(f"SET memory_limit='{args.memory_limit}'")
+    if args.threads:
+        e.execute(f"SET threads={int(args.threads)}")
+    gen, _ = _timed(lambda: synthetic_census(e, "census", rows=args.rows, seed=args.seed))
+
+    def progress(p):
+        if args.verbose:
+            print(f"  round {p.get('round')}: open {p.get('open')}, final {p.get('final')}, "
+                  f"rows open {p.get('rows_open')}", file=sys.stderr, flush=True)
+
+    wall, r = _timed(lambda: anonymize("census", CENSUS_QIS, "occupation", out="census_release", engine=e, k=10,
+                                       categorical="order", replace=True, progress=progress))
+    min_class = _min_class(e, r.table)
+    e.close()
+    print(json.dumps({"rows": args.rows, "gen_s": gen, "seconds": r.seconds, "wall_s": wall, "rounds": r.rounds,
+                      "classes": r.classes, "min_class": min_class, "ncp": r.utility["ncp"], "dm": r.utility["dm"],
+                      "verified": bool(r.report.holds),
+                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}), flush=True)
+    return 0
+
+
+def cmd_scale(args, argv) -> int:
+    from anonydb.datasets import CENSUS_QIS
+
+    results = []
+    print(f"# Mondrian on synthetic censuses: k=10 over {len(CENSUS_QIS)} QIs ({', '.join(CENSUS_QIS)}), "
+          f"categorical=order; memory_limit {args.memory_limit or 'default'}; {dt.date.today()}; "
+          f"each size in a fresh process")
+    print(f"# command: {_command(argv)}")
+    print("| rows | generate s | anonymize s | rounds | classes | min class | NCP % | peak RSS MB | "
+          "ratio s vs previous size |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n in args.rows:
+        cmd = [sys.executable, __file__, "scale-one", "--rows", str(n), "--seed", str(args.seed)]
+        if args.memory_limit:
+            cmd += ["--memory-limit", args.memory_limit]
+        if args.threads:
+            cmd += ["--threads", str(args.threads)]
+        if args.verbose:
+            cmd.append("--verbose")
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            print(f"| {n:,} | timed out after {args.timeout} s | | | | | | | |", flush=True)
+            continue
+        line = next((x for x in reversed(p.stdout.splitlines()) if x.startswith("{")), None)
+        if p.returncode != 0 or line is None:
+            print(f"| {n:,} | failed (exit {p.returncode}) | | | | | | | |", flush=True)
+            continue
+        r = json.loads(line)
+        ratio = (f"{r['seconds'] / results[-1]['seconds']:.1f} (rows x{n / results[-1]['rows']:g})"
+                 if results else "—")
+        results.append(r)
+        flag = "" if r["verified"] else " (NOT verified)"
+        print(f"| {n:,} | {r['gen_s']:.1f} | {r['seconds']:.1f}{flag} | {r['rounds']} | {r['classes']:,} | "
+              f"{r['min_class']} | {100 * r['ncp']:.2f} | {r['peak_rss_mb']:,.0f} | {ratio} |", flush=True)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+def similarity_attack_sql(table: str) -> str:
+    """The number of tuples whose equivalence class's sensitive values all lie in one semantic group."""
+    values = ", ".join(f"('{v}', {g})" for g, vs in enumerate(SIMILAR) for v in vs)
+    return (f"WITH grp(occupation, g) AS (VALUES {values}), "
+            f"c AS (SELECT r.eq_class, count(*) AS n, count(grp.g) AS in_groups, count(DISTINCT grp.g) AS groups "
+            f'FROM "{table}" AS r LEFT JOIN grp ON grp.occupation = r.occupation GROUP BY r.eq_class) '
+            f"SELECT coalesce(sum(n), 0) FROM c WHERE groups = 1 AND in_groups = n")
+
+
+def cmd_thesis(args, argv) -> int:
+    from anonydb.datasets import load_adult
+
+    e = anonydb.connect()
+    load_adult(e, "adult")
+    rows = e.scalar("SELECT count(*) FROM adult")
+    hier = adult_hierarchies([q for q in THESIS_QIS if q not in NUMERIC])
+    print(f"# Li's thesis, Chapter 2 settings on Adult: {rows:,} rows; QIs {', '.join(THESIS_QIS)}; "
+          f"sensitive {THESIS_SA}; categorical=hierarchy (Adult hierarchies); {dt.date.today()}; "
+          f"medians over {args.repeat} runs")
+    print(f"# command: {_command(argv)}")
+    print("| setting | median s | runs (s) | classes | min class | DM | GCP | NCP % | similarity attack | thesis |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, params, ref in THESIS_SETTINGS:
+        ts, res, out = [], None, "thesis_release"
+        try:
+            for _ in range(args.repeat):
+                s, r = _timed(lambda: anonymize("adult", THESIS_QIS, THESIS_SA, out=out, engine=e,
+                                                categorical="hierarchy", hierarchies=hier, replace=True, **params))
+                if res is not None and (r.classes, r.utility["dm"]) != (res.classes, res.utility["dm"]):
+                    print(f"WARNING: {name}: runs differ ({res.classes} vs {r.classes} classes)", file=sys.stderr)
+                ts.append(s)
+                res = r
+        except Exception as ex:  # report, do not hide: the table row says what failed
+            import traceback
+
+            traceback.print_exc()
+            print(f"| {name} | failed: {type(ex).__name__}: {str(ex).splitlines()[0][:200]} | | | | | | | | {ref} |",
+                  flush=True)
+            continue
+        attacked = e.scalar(similarity_attack_sql(out))
+        u = res.utility
+        print(f"| {name} | {statistics.median(ts):.2f} | {_runs(ts)} | {res.classes:,} | {_min_class(e, out)} | "
+              f"{u['dm']:,} | {u['gcp']:,.1f} | {100 * u['ncp']:.2f} | {attacked:,} | {ref:,} |", flush=True)
+    e.close()
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("adult", help="anonydb vs anonypy on Adult, k=10; the hierarchy and (k,t) runs")
+    a.add_argument("--repeat", type=int, default=3)
+    s = sub.add_parser("scale", help="synthetic censuses of growing size, each in a fresh process")
+    s.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
+    s.add_argument("--memory-limit", default="4GB")
+    s.add_argument("--threads", type=int, default=None)
+    s.add_argument("--seed", type=int, default=42)
+    s.add_argument("--timeout", type=float, default=None, help="seconds per size before giving up")
+    s.add_argument("--verbose", action="store_true", help="print Mondrian's rounds to stderr")
+    o = sub.add_parser("scale-one", help="one size of `scale`; prints a JSON line")
+    o.add_argument("--rows", type=int, required=True)
+    o.add_argument("--memory-limit", default="4GB")
+    o.add_argument("--threads", type=int, default=None)
+    o.add_argument("--seed", type=int, default=42)
+    o.add_argument("--verbose", action="store_true")
+    t = sub.add_parser("thesis", help="Li's thesis Chapter 2 settings on Adult with the similarity attack")
+    t.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    return {"adult": cmd_adult, "scale": cmd_scale, "scale-one": cmd_scale_one, "thesis": cmd_thesis}[args.cmd](args, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
