@@ -60,7 +60,12 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("source", help="a table or view in --db, or a CSV/Parquet file")
     a.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
     a.add_argument("--sensitive", help="the sensitive attribute")
-    a.add_argument("--out", required=True, help="the release table to create (in --db)")
+    a.add_argument("--out", required=True, help="the release table to create (in --db); anatomy writes "
+                   "<out>_qit and <out>_st")
+    a.add_argument("--method", choices=("mondrian", "anatomy"), default="mondrian",
+                   help="mondrian (generalized release, default) or anatomy (QIT/ST pair, needs --l)")
+    a.add_argument("--groups", metavar="COLUMN", help="anatomy: release QIT/ST for the groups of this column "
+                   "(e.g. a Mondrian eq_class) instead of creating groups")
     a.add_argument("--db", help="DuckDB database file (default: in memory; use --export to keep the release)")
     a.add_argument("--export", metavar="PATH", help="also write the release to a .csv or .parquet file")
     a.add_argument("--identifiers", help="columns to drop from the release, comma-separated")
@@ -145,6 +150,10 @@ def _anonymize(args: argparse.Namespace) -> int:
                   f"{p['final']} final this round", end="", file=sys.stderr, flush=True)
 
     engine = DuckDBEngine(args.db)
+    if args.method == "anatomy":
+        return _anatomy(args, engine)
+    if args.groups:
+        raise InputError("--groups belongs to --method anatomy")
     try:
         result = anonymize(
             args.source, args.qi, args.sensitive, out=args.out, engine=engine, hierarchies=hierarchies, kinds=kinds,
@@ -162,6 +171,40 @@ def _anonymize(args: argparse.Namespace) -> int:
         print(json.dumps({"table": result.table, "rows": result.rows, "classes": result.classes,
                           "rounds": result.rounds, "seconds": result.seconds, "utility": result.utility,
                           "verification": result.report.to_dict()}, indent=2, default=str))
+    else:
+        print(result.format())
+    return 0
+
+
+def _anatomy(args: argparse.Namespace, engine) -> int:
+    import json
+
+    from pathlib import Path
+
+    from .methods import anatomy
+    from .sqlgen import ident, literal
+
+    others = [f"--{n.replace('_', '-')}" for n in ("k", "t", "n", "alpha", "delta", "hierarchy", "identifiers")
+              if getattr(args, n)]
+    if others:
+        raise InputError(f"--method anatomy takes --l (with --l-variant, --c) and --groups; not {', '.join(others)}")
+    if args.l is None:
+        raise InputError("--method anatomy needs --l")
+    try:
+        result = anatomy(args.source, args.qi, args.sensitive, l=_int_if_whole(args.l), out=args.out, engine=engine,
+                         groups=args.groups, l_variant=args.l_variant, c=args.c, seed=args.seed,
+                         replace=args.replace, as_view=args.view)
+        if args.export:  # PATH.csv -> PATH_qit.csv and PATH_st.csv
+            path = Path(args.export)
+            fmt = "PARQUET" if path.suffix.lower() == ".parquet" else "CSV, HEADER"
+            for table, part in ((result.qit, "qit"), (result.st, "st")):
+                target = str(path.with_name(f"{path.stem}_{part}{path.suffix}"))
+                engine.execute(f"COPY {ident(table)} TO {literal(target)} (FORMAT {fmt})")
+    finally:
+        engine.close()
+    if args.json:
+        print(json.dumps({"qit": result.qit, "st": result.st, "rows": result.rows, "groups": result.groups,
+                          "seconds": result.seconds, "verification": result.report.to_dict()}, indent=2, default=str))
     else:
         print(result.format())
     return 0

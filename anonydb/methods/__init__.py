@@ -1,5 +1,6 @@
 """Anonymization methods: drivers that propose groups of records and ask the privacy models."""
 
+from .anatomy import AnatomyResult, anatomy
 from .mondrian import MondrianResult, anonymize
 
-__all__ = ["MondrianResult", "anonymize"]
+__all__ = ["AnatomyResult", "MondrianResult", "anatomy", "anonymize"]

@@ -1,0 +1,183 @@
+"""Anatomy: l-diverse bucketization released as a QIT/ST pair [Xiao & Tao, VLDB 2006; Li thesis
+§1.2.2 and Tables 1.4/1.5; spec-closeness-slicing 1.3, 8.2; spec-presence-survey 3.3, 3.6].
+
+The QI values are published exactly, in the quasi-identifier table QIT (QI columns, group_id);
+their link to the sensitive attribute is cut: the sensitive table ST holds per group only the
+counts of its sensitive values (group_id, value, count).
+
+Two modes:
+
+* group creation (``groups=None``): one SQL statement (``sql/anatomy_groups.sql.j2``) lays the
+  records out bucket by bucket (one bucket per sensitive value, largest first) and deals them to
+  g = floor(n/l) groups in turn. Eligibility: no value may hold more than n/l records (else no
+  l-diverse grouping exists; the error gives the numbers). Every group then holds >= l records
+  with pairwise different sensitive values, so it is distinct, entropy, recursive and
+  probabilistic l-diverse. Departure from the paper's round-by-round loop ("take one record from
+  each of the l largest buckets"): dealing in turn gives the same guarantees and group count in
+  one statement, so no Python loop runs n/l rounds.
+* given partitions (``groups="column"``): the groups are the values of a column (Mondrian's
+  ``eq_class``, any group id); the requested l-diversity variant is checked, and QIT/ST released.
+
+Either way the pair is verified by :func:`anonydb.checker.check` before anything is written.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ..checker import check
+from ..engine import Engine, connect
+from ..errors import AnonyDBError, InfeasibleError, InputError
+from ..models import LDiversity
+from ..schema import split_list, validate_roles
+from ..sources import open_source
+from ..sqlgen import ident, literal
+from .mondrian import _fmt, _row_ids
+
+
+@dataclass
+class AnatomyResult:
+    qit: str
+    st: str
+    rows: int
+    groups: int
+    seconds: float
+    report: Any  # anonydb.checker.Report of the verification
+
+    def format(self) -> str:
+        v = self.report.verdicts[0]
+        ach = ", ".join(f"{k} = {_fmt(x)}" for k, x in v.achieved.items())
+        return (f"anatomy: {self.rows} rows in {self.groups} groups -> {self.qit} (QI values, group_id), "
+                f"{self.st} (group_id, sensitive value, count) in {self.seconds:.2f} s\n"
+                f"  verified: {v.model} holds (achieved {ach})")
+
+
+def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out: str,
+            engine: Engine | Any = None, groups: str | None = None, l_variant: str = "distinct",
+            c: Any = None, seed: int = 0, replace: bool = False, as_view: bool = False) -> AnatomyResult:
+    """Release ``source`` as ``<out>_qit`` and ``<out>_st`` (see the module docstring).
+
+    ``l``: an integer >= 2 for group creation; with ``groups`` any l-diversity parameter of
+    ``l_variant`` (distinct, entropy, recursive with ``c``, probabilistic). ``as_view``: the two
+    names become views over the verified tables ``<out>_qit__data`` / ``<out>_st__data``.
+    """
+    t0 = time.perf_counter()
+    eng = connect(engine)
+    qi_cols = split_list(qi, "quasi-identifiers")
+    if not sensitive:
+        raise InputError("Anatomy needs a sensitive attribute (--sensitive)")
+    if groups is None and (isinstance(l, bool) or not isinstance(l, int) or l < 2):
+        raise InputError(f"l must be an integer >= 2 for Anatomy (a group needs l different sensitive values), "
+                         f"got {l!r}")
+    model = LDiversity(l, variant=l_variant, c=c)  # validates l, the variant and c
+    if not isinstance(out, str) or not out:
+        raise InputError("out must name the release (it writes <out>_qit and <out>_st)")
+    qit_name, st_name = f"{out}_qit", f"{out}_st"
+    for name in (qit_name, st_name):
+        if eng.exists(name) and not replace:
+            raise InputError(f"{name!r} already exists; choose another name or pass replace=True")
+    seed = int(seed)
+    staged: list[str] = []
+    try:
+        with eng.scratch("anatomy") as s:
+            relation = open_source(eng, source, scratch=s)
+            validate_roles(eng, relation, qi_cols, sensitive, None, label=str(source))
+            cols = dict(eng.columns(relation))
+            if groups is not None:
+                if groups not in cols:
+                    raise InputError(f"group column {groups!r} not found in {source}; its columns are: {', '.join(cols)}")
+                if groups == sensitive:
+                    raise InputError(f"the group column {groups!r} is the sensitive attribute")
+            base, rid = _row_ids(eng, s, relation)
+            n = eng.scalar(f"SELECT count(*) FROM {ident(base)}")
+            if n == 0:
+                raise InputError(f"{source} is empty: there is nothing to release")
+            if groups is None:
+                top, top_cnt, m = eng.fetch_rows(
+                    f"SELECT arg_max({ident(sensitive)}, c), max(c), count(*) FROM "
+                    f"(SELECT {ident(sensitive)}, count(*) AS c FROM {ident(base)} GROUP BY 1) AS h")[1][0]
+                if top_cnt * l > n:
+                    raise InfeasibleError(
+                        f"Anatomy with l = {l} is infeasible: the most frequent value of {sensitive!r}, {top!r}, "
+                        f"holds {top_cnt} of {n} rows, more than n/l = {n / l:g} (a group can hold a value at "
+                        f"most once in l records); the largest feasible l is {n // top_cnt}"
+                        + (f" ({m} distinct values)" if m < l else ""))
+                assign = s.table(eng.render("anatomy_groups.sql.j2", base=base, rid=rid, sensitive=sensitive,
+                                            g=n // l, seed=seed))
+            else:
+                assign = s.table(f"SELECT CAST(b.{rid if rid == 'rowid' else ident(rid)} AS BIGINT) AS _adb_rid, "
+                                 f"CAST(dense_rank() OVER (ORDER BY b.{ident(groups)} NULLS LAST) AS BIGINT) AS group_id "
+                                 f"FROM {ident(base)} AS b")
+            # stage QIT and ST, verify the pair, then swap both in
+            common = dict(base=base, assign=assign, rid=rid if rid == "rowid" else ident(rid), qis=qi_cols,
+                          sensitive=sensitive, seed=seed)
+            qit_stage, st_stage = _stage_name(eng, qit_name), _stage_name(eng, st_name)
+            eng.create_table_as(qit_stage, eng.render("anatomy_release.sql.j2", part="qit", **common))
+            staged.append(qit_stage)
+            eng.create_table_as(st_stage, eng.render("anatomy_release.sql.j2", part="st", **common))
+            staged.append(st_stage)
+            report = verify(eng, qit_stage, st_stage, qi_cols, sensitive, [LDiversity(l, variant=l_variant, c=c)])
+            if not report.holds:
+                v = report.verdicts[0]
+                g = v.violations[0] if v.violations else None
+                where = f"; e.g. group {g.key.get('group_id')} of {g.size} rows has value {_fmt(g.value)}" if g else ""
+                raise AnonyDBError(f"verification failed: {v.model} does not hold on the QIT/ST release "
+                                   f"({v.violating_groups} of {v.groups} groups violate){where}; nothing was written")
+            n_groups = eng.scalar(f"SELECT count(DISTINCT group_id) FROM {ident(st_stage)}")
+        _swap_pair(eng, [(qit_stage, qit_name), (st_stage, st_name)], as_view)
+        staged.clear()
+    finally:
+        for t in staged:
+            if eng.exists(t):
+                eng.drop(t)
+    del model
+    return AnatomyResult(qit=qit_name, st=st_name, rows=int(n), groups=int(n_groups),
+                         seconds=time.perf_counter() - t0, report=report)
+
+
+def verify(eng: Engine, qit: str, st: str, qi: list[str], sensitive: str, models: list) -> Any:
+    """Check a QIT/ST pair: every group's sensitive counts (from ST) against ``models``, and the
+    pair's consistency (each group's QIT rows = the sum of its ST counts)."""
+    bad = eng.fetch_rows(
+        f"SELECT q.group_id, q.n, s.n FROM (SELECT group_id, count(*) AS n FROM {ident(qit)} GROUP BY 1) AS q "
+        f"FULL JOIN (SELECT group_id, sum(count) AS n FROM {ident(st)} GROUP BY 1) AS s USING (group_id) "
+        f"WHERE q.n IS DISTINCT FROM s.n LIMIT 1")[1]
+    if bad:
+        raise AnonyDBError(f"internal error: group {bad[0][0]} has {bad[0][1]} QIT rows but ST counts {bad[0][2]}")
+    with eng.scratch("anatomy_check") as s:
+        # expand ST to one row per record for the checker (group_id is the only QI of the check)
+        rows = s.table(f"SELECT group_id, {ident(sensitive)} FROM {ident(st)}, range(count)")
+        return check(rows, ["group_id"], sensitive, models=models, engine=eng, max_groups=3)
+
+
+def _stage_name(eng: Engine, name: str) -> str:
+    i = 0
+    while eng.exists(f"{name}__anonydb_staging{i or ''}"):
+        i += 1
+    return f"{name}__anonydb_staging{i or ''}"
+
+
+def _swap_pair(eng: Engine, pairs: list[tuple[str, str]], as_view: bool) -> None:
+    """Put verified staging tables in place of their targets (tables or views), in one transaction."""
+    names = [t for _, out in pairs for t in (out, out + "__data")]
+    kinds = dict(eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE table_name IN ("
+                                + ", ".join(literal(x) for x in names) + ")")[1])
+    eng.execute("BEGIN TRANSACTION")
+    try:
+        for stage, out in pairs:
+            data = out + "__data"
+            if out in kinds:
+                eng.drop(out, view=kinds[out] == "VIEW")
+            if data in kinds:
+                eng.drop(data, view=kinds[data] == "VIEW")
+            if as_view:
+                eng.rename(stage, data)
+                eng.execute(f"CREATE VIEW {ident(out)} AS SELECT * FROM {ident(data)}")
+            else:
+                eng.rename(stage, out)
+        eng.execute("COMMIT")
+    except BaseException:
+        eng.execute("ROLLBACK")
+        raise
