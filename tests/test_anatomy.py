@@ -159,3 +159,19 @@ def test_view_release_and_cli(engine, tmp_path, capsys):
     assert main(["anonymize", str(csv), "--method", "anatomy", "--qi", "age", "--sensitive", "disease", "--l", "6",
                  "--out", "r", "--quiet"]) == 2
     assert "largest feasible l is 5" in capsys.readouterr().err
+
+
+def test_readme_anatomy_example_runs():
+    """The README's Anatomy example runs after its Mondrian one (same session), on fewer rows."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    mondrian = readme.split("## Anonymize: Mondrian in one minute", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    block = readme.split("## Anatomy: QIT/ST releases", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    scope: dict = {}
+    exec(mondrian.replace("rows=100_000", "rows=2_000"), scope)
+    exec(block, scope)
+    r = scope["r"]
+    assert r.report.holds and r.groups == 200
+    rows = scope["eng"].fetch("SELECT * FROM census_anatomy_st WHERE group_id = 1")
+    assert sum(x["count"] for x in rows) >= 10 and len(rows) == sum(x["count"] for x in rows)
