@@ -117,3 +117,14 @@ def test_anonymize_infeasible_exits_2(tmp_path, capsys):
                  "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "infeasible" in err and "l-diversity" in err and "achieves only l = 2" in err
+
+
+def test_every_package_is_listed_for_the_wheel():
+    """pyproject lists every sub-package of anonydb, so the installed wheel has them all."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.relative_to(root).parent.parts) for p in (root / "anonydb").rglob("__init__.py")}
+    assert found <= listed, f"missing from pyproject packages: {sorted(found - listed)}"
