@@ -475,7 +475,8 @@ class _Planner:
                 f"SELECT count(*), count(DISTINCT _adb_pid), coalesce(sum(_adb_n), 0) FROM {ident(children)}")[1][0]
             old = self.work
             if n_children:
-                e.execute(f"INSERT INTO {ident(self.tree)} SELECT _adb_new, _adb_pid, _adb_n FROM {ident(children)}")
+                if self.nt:  # the partition tree: (n,t)-closeness verifies against it
+                    e.execute(f"INSERT INTO {ident(self.tree)} SELECT _adb_new, _adb_pid, _adb_n FROM {ident(children)}")
                 if self.nt:
                     self._advance_nt(children, sides)
                 self.work = s.put(f"work{rnd % 2}", self.render("mondrian_relabel.sql.j2", work=self.work,
