@@ -104,7 +104,7 @@ def cmd_queries(args) -> None:
         a = query_error(eng, "adult", qs, qit="an_qit", st="an_st", sensitive="occupation")
         m = query_error(eng, "adult", qs, release="mon", sensitive="occupation")
         took = time.perf_counter() - t
-        print(f"| {dim} | {sel} | {len(qs)} | {a['error']:.1f} | {m['error']:.1f} | {took:.2f} |", flush=True)
+        print(f"| {dim} | {sel} | {len(qs)} | {a['rho']:.1f} (median {a['median']:.1f}) | {m['rho']:.1f} (median {m['median']:.1f}) | {took:.2f} |", flush=True)
 
 
 def main(argv=None) -> int:
