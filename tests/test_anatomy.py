@@ -175,3 +175,24 @@ def test_readme_anatomy_example_runs():
     assert r.report.holds and r.groups == 200
     rows = scope["eng"].fetch("SELECT * FROM census_anatomy_st WHERE group_id = 1")
     assert sum(x["count"] for x in rows) >= 10 and len(rows) == sum(x["count"] for x in rows)
+
+
+def test_readme_query_example_runs():
+    """The README's query example runs after its Mondrian and Anatomy ones, on fewer rows."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+    def block(title):
+        return readme.split(title, 1)[1].split("```python", 1)[1].split("```", 1)[0]
+
+    scope: dict = {}
+    exec(block("## Anonymize: Mondrian in one minute").replace("rows=100_000", "rows=3_000"), scope)
+    exec(block("## Anatomy: QIT/ST releases"), scope)
+    code = block("## Aggregate queries over a release").strip().splitlines()
+    exec("\n".join(code), scope)
+    actual, estimate = eval(code[2], scope)  # true_count(...), anatomy_estimate(...)
+    assert actual == scope["eng"].scalar("SELECT count(*) FROM census WHERE age BETWEEN 30 AND 39 "
+                                         "AND sex = 'Female' AND income IN (2000, 3000)")
+    assert estimate >= 0
+    assert len(scope["qs"]) == 1000 and eval(code[-1], scope) >= 0
