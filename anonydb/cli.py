@@ -62,8 +62,13 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--sensitive", help="the sensitive attribute")
     a.add_argument("--out", required=True, help="the release table to create (in --db); anatomy writes "
                    "<out>_qit and <out>_st")
-    a.add_argument("--method", choices=("mondrian", "anatomy"), default="mondrian",
-                   help="mondrian (generalized release, default) or anatomy (QIT/ST pair, needs --l)")
+    a.add_argument("--method", choices=("mondrian", "anatomy", "fulldomain"), default="mondrian",
+                   help="mondrian (generalized release, default), anatomy (QIT/ST pair, needs --l) or fulldomain "
+                        "(one hierarchy level per QI, the best by --metric; needs --hierarchy for every QI)")
+    a.add_argument("--max-suppression", type=float, default=0.0,
+                   help="fulldomain: the largest fraction of rows that may be suppressed (default 0)")
+    a.add_argument("--metric", choices=("dm", "aecs", "height", "precision", "loss", "entropy"), default="dm",
+                   help="fulldomain: the utility metric that picks the optimum (default dm)")
     a.add_argument("--groups", metavar="COLUMN", help="anatomy: release QIT/ST for the groups of this column "
                    "(e.g. a Mondrian eq_class) instead of creating groups")
     a.add_argument("--db", help="DuckDB database file (default: in memory; use --export to keep the release)")
@@ -152,6 +157,8 @@ def _anonymize(args: argparse.Namespace) -> int:
     engine = DuckDBEngine(args.db)
     if args.method == "anatomy":
         return _anatomy(args, engine)
+    if args.method == "fulldomain":
+        return _fulldomain(args, engine, hierarchies)
     if args.groups:
         raise InputError("--groups belongs to --method anatomy")
     try:
@@ -173,6 +180,36 @@ def _anonymize(args: argparse.Namespace) -> int:
                           "verification": result.report.to_dict()}, indent=2, default=str))
     else:
         print(result.format())
+    return 0
+
+
+def _fulldomain(args: argparse.Namespace, engine, hierarchies) -> int:
+    import json
+
+    from .methods import fulldomain
+    from .schema import split_list
+
+    try:
+        r = fulldomain(args.source, args.qi, args.sensitive, hierarchies=hierarchies, out=args.out, engine=engine,
+                       max_suppression=args.max_suppression, metric=args.metric, identifiers=args.identifiers,
+                       replace=args.replace, seed=args.seed, k=args.k, l=_int_if_whole(args.l),
+                       l_variant=args.l_variant, c=args.c, t=args.t, distance=args.distance, alpha=args.alpha,
+                       delta=args.delta, reference=args.reference)
+        if args.export:
+            from .sqlgen import ident, literal
+
+            fmt = "PARQUET" if args.export.lower().endswith(".parquet") else "CSV, HEADER"
+            engine.execute(f"COPY {ident(args.out)} TO {literal(args.export)} (FORMAT {fmt})")
+    finally:
+        engine.close()
+    if args.json:
+        qi = split_list(args.qi, "--qi")
+        print(json.dumps({"levels": [r.levels[q] for q in qi], "qi": qi, "metric": args.metric, "value": r.metric,
+                          "metrics": r.metrics, "suppressed": r.suppressed, "rows": r.rows, "classes": r.classes,
+                          "minimal": r.minimal, "checked": r.checked, "lattice": r.lattice, "seconds": r.seconds,
+                          "verification": r.report.to_dict()}, indent=2, default=str))
+    else:
+        print(r.format())
     return 0
 
 

@@ -1,6 +1,7 @@
 """Anonymization methods: drivers that propose groups of records and ask the privacy models."""
 
 from .anatomy import AnatomyResult, anatomy
+from .fulldomain import FullDomainResult, fulldomain
 from .mondrian import MondrianResult, anonymize
 
-__all__ = ["AnatomyResult", "MondrianResult", "anatomy", "anonymize"]
+__all__ = ["AnatomyResult", "FullDomainResult", "MondrianResult", "anatomy", "anonymize", "fulldomain"]

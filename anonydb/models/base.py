@@ -129,6 +129,9 @@ class Model(abc.ABC):
     worst: str = "min"
     #: preserved by further generalization (sound to prune a lattice with)
     monotonic: bool = True
+    #: with suppression of failing groups, the suppressed rows never grow under generalization
+    #: (merging a passing and a failing group passes): true for k and distinct l only
+    suppression_monotonic: bool = False
     #: a remark for the report (set by prepare), e.g. how a default was resolved
     note: str = ""
     #: the verdict plan is expensive (EMDs, windows): materialize it once rather than inline it twice

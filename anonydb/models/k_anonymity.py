@@ -13,6 +13,7 @@ from .base import GroupContext, Model, check_count
 class KAnonymity(Model):
     name = "k-anonymity"
     needs_sensitive = False
+    suppression_monotonic = True
 
     def __init__(self, k: int):
         self.k = check_count(k, "k")

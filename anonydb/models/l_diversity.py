@@ -25,6 +25,7 @@ class LDiversity(Model):
     def __init__(self, l: float, variant: str = "distinct", c: float | None = None):
         if variant not in VARIANTS:
             raise InputError(f"l-diversity variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+        self.suppression_monotonic = variant == "distinct"  # a union holds >= the distinct values of each part
         if isinstance(l, bool) or not isinstance(l, (int, float, Fraction)) or not l >= 1:
             raise InputError(f"l must be a number >= 1, got {l!r}")
         if variant in ("distinct", "recursive") and int(l) != l:

@@ -1,0 +1,364 @@
+"""Full-domain generalization: one hierarchy level per QI, the best level vector by a utility
+metric, with a suppression limit [Samarati 2001; LeFevre et al. 2005 (Incognito); Li et al. 2007
+(t-closeness Incognito); spec-presence-survey catalogue; ARX].
+
+The lattice holds every level vector (L_1..L_d), 0 <= L_i <= height_i. A node is judged by the
+same model code as :func:`anonydb.checker.check`, over a pre-aggregated table of the distinct QI
+tuples with every hierarchy level as its own column (one scan of the source); a batch of nodes
+is one GROUPING SETS query (``sql/fulldomain_*.sql.j2``). A node *satisfies* when the rows of the
+groups failing a model (suppressed) are at most ``max_suppression`` of the table.
+
+Search (bottom-up by height, Incognito-style): where every model is monotonic under
+generalization -- and, with suppression allowed, also under suppression (k-anonymity and
+distinct l-diversity only: merging a failing group with a passing one passes) -- a node above a
+satisfying node satisfies without being checked. Otherwise every node is checked. The minimal
+satisfying nodes (no satisfying direct predecessor) form the Pareto set. The optimum is taken
+among them when the metric can only worsen with generalization (height and precision always;
+DM, AECS, loss and entropy without suppression), else among all satisfying nodes.
+
+Metrics: DM (a suppressed record costs |T|), AECS, height (sum of levels), precision (Sweeney:
+1 - mean L_i/height_i, larger is better), loss (Iyengar's LM), non-uniform entropy.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ..checker import build_models, check
+from ..engine import Engine, connect
+from ..errors import AnonyDBError, InfeasibleError, InputError
+from ..generalize import generalize_sql
+from ..hierarchy import EnumeratedHierarchy, Hierarchy
+from ..models import GroupContext, Model
+from ..schema import is_numeric_type, split_list, validate_roles
+from ..sources import open_source
+from ..sqlgen import ident, literal
+from .mondrian import _fmt, _row_ids, _swap, _temp_release_name
+
+METRICS = ("dm", "aecs", "height", "precision", "loss", "entropy")
+#: nodes judged per GROUPING SETS query
+BATCH = 64
+
+
+@dataclass
+class _QI:
+    column: str
+    hierarchy: Hierarchy
+    height: int
+    map: str = ""
+
+
+@dataclass
+class FullDomainResult:
+    table: str
+    levels: dict[str, int]
+    metric_name: str
+    metric: float
+    metrics: dict[str, float]
+    suppressed: int
+    rows: int
+    classes: int
+    minimal: list[tuple[int, ...]]
+    checked: int
+    lattice: int
+    seconds: float
+    report: Any
+
+    def format(self) -> str:
+        lv = ", ".join(f"{q}={l}" for q, l in self.levels.items())
+        m = ", ".join(f"{k} {_fmt(v)}" for k, v in self.metrics.items())
+        return (f"full-domain release {self.table}: levels [{lv}], {self.rows} rows in {self.classes} classes, "
+                f"{self.suppressed} suppressed ({self.seconds:.2f} s; {self.checked} of {self.lattice} nodes checked)\n"
+                f"  {self.metric_name} = {_fmt(self.metric)}; {m}\n"
+                f"  minimal satisfying nodes: {len(self.minimal)}\n"
+                "  verified: " + "; ".join(f"{v.model} holds" for v in self.report.verdicts))
+
+
+def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, hierarchies: dict[str, Hierarchy],
+               out: str, engine: Engine | Any = None, max_suppression: float = 0.0, metric: str = "dm",
+               identifiers: str | Iterable[str] | None = None, replace: bool = False, seed: int = 0,
+               models: list[Model] | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
+               **params: Any) -> FullDomainResult:
+    """Release ``source`` generalized to the best satisfying level vector (see module docstring)."""
+    t0 = time.perf_counter()
+    eng = connect(engine)
+    qi_cols = split_list(qi, "quasi-identifiers")
+    ids = split_list(identifiers, "identifiers")
+    if metric not in METRICS:
+        raise InputError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    if isinstance(max_suppression, bool) or not isinstance(max_suppression, (int, float)) \
+            or not 0 <= max_suppression <= 1:
+        raise InputError(f"max_suppression must be a fraction in [0, 1], got {max_suppression!r}")
+    if models is None:
+        model_params = dict(params)
+        models = build_models(**params)
+    else:
+        model_params = None
+    if not models:
+        raise InputError("no privacy model requested: give at least one of k, l, t, alpha, delta")
+    if sensitive is None and any(m.needs_sensitive for m in models):
+        raise InputError(f"{', '.join(m.name for m in models if m.needs_sensitive)} needs a sensitive attribute")
+    hierarchies = dict(hierarchies or {})
+    for c in qi_cols:
+        if c not in hierarchies:
+            raise InputError(f"quasi-identifier {c!r} has no hierarchy: full-domain generalization needs one per QI "
+                             f"(--hierarchy {c}=PATH)")
+    if eng.exists(out) and not replace:
+        raise InputError(f"{out!r} already exists; choose another name or pass replace=True")
+    stage = None
+    try:
+        with eng.scratch("fulldomain") as s:
+            relation = open_source(eng, source, scratch=s)
+            types = validate_roles(eng, relation, qi_cols, sensitive, None, label=str(source))
+            cols = [c for c, _ in eng.columns(relation)]
+            for c in ids:
+                if c not in cols:
+                    raise InputError(f"identifier {c!r} not found in {source}; its columns are: {', '.join(cols)}")
+            sa = sensitive if any(m.needs_sensitive for m in models) else None
+            total = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")
+            if total == 0:
+                raise InputError(f"{source} is empty: there is nothing to anonymize")
+            qis = []
+            for c in qi_cols:
+                h = hierarchies[c]
+                h.validate(eng, relation, c)
+                q = _QI(c, h, h.height)
+                q.map = s.name()
+                h.materialize_wide(eng, q.map, relation=relation, column=c, temp=True)
+                qis.append(q)
+            lat = _Lattice(eng, s, qis, sa, relation, total, models, types,
+                           hierarchies.get(sensitive) if sensitive else None, max_suppression)
+            best, minimal, cand_metrics = lat.search(metric, progress)
+            levels = dict(zip(qi_cols, best))
+            # the release: generalized QIs, rows of failing groups suppressed, eq_class, shuffled
+            stage = _temp_release_name(eng, out)
+            keep = [c for c in cols if c not in ids]
+            kept_groups = lat.kept_groups(best)
+            gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols}, keep)
+            eng.execute(eng.render("fulldomain_release.sql.j2", stage=stage, gen=gen.sql, kept=kept_groups,
+                                   qis=qi_cols, seed=int(seed)))
+            verify_models = build_models(**model_params) if model_params is not None else models
+            report = check(stage, qi_cols, sensitive, models=verify_models, engine=eng,
+                           hierarchies={sensitive: hierarchies[sensitive]} if sensitive in hierarchies else None,
+                           max_groups=3)
+            if not report.holds:
+                bad = next(v for v in report.verdicts if not v.holds)
+                raise AnonyDBError(f"verification failed: {bad.model} does not hold on the release; nothing was written")
+            rows = eng.scalar(f"SELECT count(*) FROM {ident(stage)}")
+            m = cand_metrics[best]
+            if rows != total - m["suppressed"]:
+                raise AnonyDBError(f"internal error: the release holds {rows} rows, expected {total - m['suppressed']}")
+        _swap(eng, stage, out, False)
+        stage = None
+    finally:
+        if stage is not None and eng.exists(stage):
+            eng.drop(stage)
+    metrics = {k: m[k] for k in METRICS}
+    return FullDomainResult(table=out, levels=levels, metric_name=metric, metric=metrics[metric], metrics=metrics,
+                            suppressed=int(m["suppressed"]), rows=int(rows), classes=int(m["classes"]),
+                            minimal=sorted(minimal), checked=lat.checked, lattice=lat.size,
+                            seconds=time.perf_counter() - t0, report=report)
+
+
+class _Lattice:
+    def __init__(self, eng, s, qis, sa, relation, total, models, types, sa_hier, max_suppression):
+        self.eng, self.s, self.qis, self.sa, self.total, self.models = eng, s, qis, sa, total, models
+        self.d = len(qis)
+        self.heights = [q.height for q in qis]
+        self.limit = int(max_suppression * total + 1e-9)
+        self.max_suppression = max_suppression
+        self.size = 1
+        for h in self.heights:
+            self.size *= h + 1
+        self.lev = s.table(eng.render("fulldomain_levels.sql.j2", qis=qis, sensitive=sa, source=relation))
+        self.allcols = [f"_q{i}_{l}" for i in range(self.d) for l in range(self.heights[i] + 1)]
+        if len(self.allcols) > 62:
+            raise InputError(f"the hierarchies have {len(self.allcols)} levels in all; at most 62 are supported")
+        if sa:
+            self.glob = s.table(f"SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt FROM {ident(self.lev)} GROUP BY 1")
+            self.domain = eng.scalar(f"SELECT count(*) FROM {ident(self.glob)}")
+        else:
+            self.glob, self.domain = None, 0
+        # leaves under every label of every level (|A| = the hierarchy's leaves)
+        parts, self.leaves = [], []
+        for i, q in enumerate(qis):
+            self.leaves.append(eng.scalar(f"SELECT count(*) FROM {ident(q.map)}"))
+            for l in range(q.height + 1):
+                parts.append(f"SELECT {i} AS qi, {l} AS level, level_{l} AS label, count(*) AS leaves "
+                             f"FROM {ident(q.map)} GROUP BY 3")
+        self.card = s.table(" UNION ALL ".join(parts))
+        self.ctx_base = dict(engine=eng, glob=self.glob, total=total, domain=self.domain, sensitive=sa,
+                             sensitive_numeric=bool(sa) and is_numeric_type(types[sa]), sa_hierarchy=sa_hier,
+                             scratch=s, qi_columns=[q.column for q in qis])
+        self.prepared = False
+        self.checked = 0
+        self.keys = ["_adb_node"] + [f"_adb_g{i}" for i in range(self.d)]
+
+    def spec(self, nodes: list[tuple[int, ...]]) -> dict[str, Any]:
+        """Template context for a batch: the level columns it groups by, per QI the levels used,
+        and per node the GROUPING() value of its set (bit 1 for every used level column the set
+        does not group by; the first argument is the most significant bit)."""
+        used = [sorted({n[i] for n in nodes}) for i in range(self.d)]
+        cols = [f"_q{i}_{l}" for i in range(self.d) for l in used[i]]
+        spec = []
+        for j, n in enumerate(nodes):
+            grouped = {f"_q{i}_{l}" for i, l in enumerate(n)}
+            m = 0
+            for b, c in enumerate(cols):
+                if c not in grouped:
+                    m |= 1 << (len(cols) - 1 - b)
+            spec.append({"id": j, "mask": m, "levels": n})
+        return dict(nodes=spec, allcols=cols, used=used, d=self.d, sensitive=self.sa, lev=self.lev)
+
+    def evaluate(self, nodes: list[tuple[int, ...]]) -> dict[tuple[int, ...], dict[str, Any]]:
+        """Judge a batch of nodes: suppressed rows, classes, DM and loss per node."""
+        e, s = self.eng, self.s
+        out = {}
+        for start in range(0, len(nodes), BATCH):
+            batch = nodes[start:start + BATCH]
+            cells = s.table(e.render("fulldomain_nodes.sql.j2", **self.spec(batch)))
+            ntab = s.table("SELECT * FROM (VALUES " + ", ".join(
+                "(" + ", ".join(str(x) for x in (j, *n)) + ")" for j, n in enumerate(batch)) + ") AS t(_adb_node, "
+                + ", ".join(f"l{i}" for i in range(self.d)) + ")")
+            ok, groups = self._ok(cells)
+            rows = e.fetch(e.render("fulldomain_judge.sql.j2", ok=ok, groups=groups, nodes=ntab, card=self.card,
+                                    d=self.d, leaves=self.leaves, total=self.total))
+            for r in rows:
+                out[batch[r["_adb_node"]]] = {"suppressed": int(r["suppressed"]), "classes": int(r["classes"]),
+                                              "dm": int(r["dm"]), "loss": float(r["loss"])}
+            self.checked += len(batch)
+        return out
+
+    def _ok(self, cells: str) -> tuple[str, str]:
+        e, s = self.eng, self.s
+        if self.sa:
+            groups = s.table(e.render("check_groups.sql.j2", keys=self.keys, cells=cells))
+        else:
+            groups = s.table(f"SELECT {', '.join(self.keys)}, sum(_adb_cnt) AS _adb_n FROM {ident(cells)} GROUP BY ALL")
+        ctx = GroupContext(keys=self.keys, cells=cells, groups=groups, **self.ctx_base)
+        if not self.prepared:
+            for m in self.models:
+                m.prepare(ctx)
+            self.prepared = True
+        parts = [ident(s.table(m.verdicts(ctx).sql)) if m.materialize else f"({m.verdicts(ctx).sql})"
+                 for m in self.models]
+        k = ", ".join(self.keys)
+        union = " UNION ALL ".join(f"SELECT {k}, _adb_ok FROM {p} AS v" for p in parts)
+        return f"SELECT {k}, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM ({union}) AS u GROUP BY ALL", groups
+
+    def kept_groups(self, node: tuple[int, ...]) -> str:
+        """(_adb_node, _adb_g...) of the groups of ``node`` that every model accepts."""
+        e, s = self.eng, self.s
+        cells = s.table(e.render("fulldomain_nodes.sql.j2", **self.spec([node])))
+        ok, _ = self._ok(cells)
+        return s.table(f"SELECT * FROM ({ok}) AS o WHERE _adb_ok")
+
+    def entropy(self, node: tuple[int, ...]) -> float:
+        kept = self.kept_groups(node)
+        return float(self.eng.scalar(self.eng.render("fulldomain_entropy.sql.j2", lev=self.lev, kept=kept, d=self.d,
+                                                     levels=node, total=self.total)) or 0.0)
+
+    def search(self, metric: str, progress=None):
+        nodes = sorted(itertools.product(*(range(h + 1) for h in self.heights)), key=lambda n: (sum(n), n))
+        by_height: dict[int, list] = {}
+        for n in nodes:
+            by_height.setdefault(sum(n), []).append(n)
+        prune = all(m.monotonic for m in self.models) and (
+            self.limit == 0 or all(m.suppression_monotonic for m in self.models))
+        sat: dict[tuple, dict | None] = {}  # satisfying nodes -> their judged values (None: implied)
+        judged: dict[tuple, dict] = {}
+        status: dict[tuple, bool] = {}
+        heights = sorted(by_height)
+        order = _bisection(heights) if prune else heights
+        for h in order:
+            todo = [n for n in by_height[h] if n not in status]
+            res = self.evaluate(todo) if todo else {}
+            judged.update(res)
+            for n, r in res.items():
+                ok = r["suppressed"] <= self.limit
+                status[n] = ok
+                if ok:
+                    sat[n] = r
+                if prune:  # a satisfying node makes every more general node satisfy, a failing one
+                    # every more specific node fail (monotonicity; predictive tagging)
+                    for m in (_closure(n, self.heights, up=True) if ok else _closure(n, self.heights, up=False)):
+                        if m not in status:
+                            status[m] = ok
+                            if ok:
+                                sat[m] = None
+            if progress:
+                progress({"height": h, "checked": self.checked, "satisfying": len(sat)})
+        if not sat:
+            closest = min(judged, key=lambda n: (judged[n]["suppressed"], sum(n), n))
+            raise InfeasibleError(
+                f"no level vector satisfies the request within {self.limit} suppressed rows "
+                f"({self.max_suppression:g} of {self.total}); the closest node is "
+                f"{dict(zip([q.column for q in self.qis], closest))} with {judged[closest]['suppressed']} rows in "
+                f"failing groups")
+        minimal = [n for n in sat if not any(p in sat for p in _preds(n))]
+        monotone_metric = metric in ("height", "precision") or self.limit == 0
+        cands = minimal if monotone_metric else list(sat)
+        missing = [n for n in cands if sat[n] is None]
+        if missing:
+            for n, r in self.evaluate(missing).items():
+                sat[n] = r
+        values = {}
+        for n in cands:
+            r = dict(sat[n])
+            kept_rows = self.total - r["suppressed"]
+            r["aecs"] = kept_rows / r["classes"] if r["classes"] else float("inf")
+            r["height"] = sum(n)
+            r["precision"] = 1 - sum(l / h if h else 0 for l, h in zip(n, self.heights)) / self.d
+            values[n] = r
+        key = {"precision": lambda n: (-values[n]["precision"], sum(n), n)}.get(metric)
+        if metric == "entropy":
+            for n in cands:
+                values[n]["entropy"] = self.entropy(n)
+        if key is None:
+            key = lambda n: (values[n][metric], sum(n), n)  # noqa: E731
+        best = min(cands, key=key)
+        if "entropy" not in values[best]:
+            values[best]["entropy"] = self.entropy(best)
+        return best, minimal, values
+
+
+def _bisection(heights: list[int]) -> list[int]:
+    """Heights in binary-search order (middle first, then the middles of both halves, ...), so
+    that tagging from the first checks decides most of the lattice."""
+    out, spans = [], [(0, len(heights) - 1)]
+    while spans:
+        nxt = []
+        for lo, hi in spans:
+            if lo > hi:
+                continue
+            mid = (lo + hi) // 2
+            out.append(heights[mid])
+            nxt += [(lo, mid - 1), (mid + 1, hi)]
+        spans = nxt
+    return out
+
+
+def _closure(n: tuple[int, ...], heights: list[int], up: bool):
+    """Every node strictly more general (up) or more specific than ``n``."""
+    seen, stack = set(), [n]
+    while stack:
+        x = stack.pop()
+        for i, l in enumerate(x):
+            y = None
+            if up and l < heights[i]:
+                y = x[:i] + (l + 1,) + x[i + 1:]
+            elif not up and l > 0:
+                y = x[:i] + (l - 1,) + x[i + 1:]
+            if y is not None and y not in seen:
+                seen.add(y)
+                stack.append(y)
+    return seen
+
+
+def _preds(n: tuple[int, ...]):
+    for i, l in enumerate(n):
+        if l > 0:
+            yield n[:i] + (l - 1,) + n[i + 1:]
