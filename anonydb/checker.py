@@ -127,14 +127,16 @@ def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distan
 def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = None, *,
           models: list[Model] | None = None, engine: Engine | Any = None,
           hierarchies: dict[str, Any] | None = None, kinds: dict[str, str] | None = None,
-          max_groups: int = 20, **params: Any) -> Report:
+          max_groups: int = 20, distribution_of: str | None = None, **params: Any) -> Report:
     """Check ``source`` (a table/view name or a CSV/Parquet path) against privacy models.
 
     Models come from ``models`` or from the parameters ``k``, ``l`` (+ ``l_variant``, ``c``),
     ``t`` (+ ``distance``), ``n`` (with ``t``: (n,t)-closeness), ``alpha`` (with ``k``),
     ``delta``. ``hierarchies`` maps an attribute to its :class:`~anonydb.hierarchy.Hierarchy`
     (the sensitive attribute's one selects hierarchical EMD). ``max_groups`` bounds the
-    violating groups listed per model (None: all).
+    violating groups listed per model (None: all). ``distribution_of`` names the table whose
+    sensitive-value distribution is "the whole table's" (t-closeness, delta-disclosure): by
+    default the checked table itself; a release with suppressed rows is judged against its source.
     """
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -171,7 +173,8 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
             cells = s.table(eng.render("check_cells_columns.sql.j2", keys=qi_cols, sensitive=sa, source=relation))
         if sa:
             groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells))
-            glob = s.table(eng.render("check_global.sql.j2", cells=cells))
+            glob = s.table(eng.render("check_global.sql.j2", cells=cells)) if distribution_of is None else \
+                s.table(f"SELECT {ident(sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(distribution_of)} GROUP BY 1")
         else:
             groups, glob = cells, None
             eng.execute(f"ALTER TABLE {ident(cells)} RENAME COLUMN _adb_cnt TO _adb_n")

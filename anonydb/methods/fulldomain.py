@@ -143,7 +143,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             verify_models = build_models(**model_params) if model_params is not None else models
             report = check(stage, qi_cols, sensitive, models=verify_models, engine=eng,
                            hierarchies={sensitive: hierarchies[sensitive]} if sensitive in hierarchies else None,
-                           max_groups=3)
+                           max_groups=3, distribution_of=relation)
             if not report.holds:
                 bad = next(v for v in report.verdicts if not v.holds)
                 raise AnonyDBError(f"verification failed: {bad.model} does not hold on the release; nothing was written")
