@@ -302,3 +302,20 @@ def test_unknown_metric(engine):
     _hand(engine)
     with pytest.raises(InputError, match="metric"):
         fulldomain("hand", ["x", "y"], hierarchies={"x": X, "y": Y}, out="rel", engine=engine, k=2, metric="gcp")
+
+
+def test_hierarchical_sensitive_attribute(engine):
+    """A sensitive attribute with a hierarchy (hierarchical EMD) next to the lattice's own node
+    column: regression for a column-name clash between the two."""
+    from anonydb import Hierarchy as H
+    from anonydb.methods import fulldomain as fd
+
+    rows = [(i, "xy"[i % 2], ["flu", "cold", "hiv", "hep"][i % 4]) for i in range(24)]
+    make_table(engine, "hs", ["age", "sex", "d"], rows)
+    ages = H.from_rows([(str(a), "young" if a < 12 else "old", "*") for a in range(24)])
+    sexes = H.from_rows([("x", "*"), ("y", "*")])
+    dis = H.from_rows([("flu", "resp", "*"), ("cold", "resp", "*"), ("hiv", "blood", "*"), ("hep", "blood", "*")])
+    r = fd("hs", ["age", "sex"], "d", hierarchies={"age": ages, "sex": sexes, "d": dis}, out="hsr", engine=engine,
+           k=2, t=0.25)
+    assert r.report.holds and "hierarchical" in r.report.verdicts[-1].model
+    assert engine.scalar("SELECT count(*) FROM hsr") == 24 - r.suppressed

@@ -195,7 +195,7 @@ class _Lattice:
                              scratch=s, qi_columns=[q.column for q in qis])
         self.prepared = False
         self.checked = 0
-        self.keys = ["_adb_node"] + [f"_adb_g{i}" for i in range(self.d)]
+        self.keys = ["_adb_ln"] + [f"_adb_g{i}" for i in range(self.d)]
 
     def spec(self, nodes: list[tuple[int, ...]]) -> dict[str, Any]:
         """Template context for a batch: the level columns it groups by, per QI the levels used,
@@ -221,13 +221,13 @@ class _Lattice:
             batch = nodes[start:start + BATCH]
             cells = s.table(e.render("fulldomain_nodes.sql.j2", **self.spec(batch)))
             ntab = s.table("SELECT * FROM (VALUES " + ", ".join(
-                "(" + ", ".join(str(x) for x in (j, *n)) + ")" for j, n in enumerate(batch)) + ") AS t(_adb_node, "
+                "(" + ", ".join(str(x) for x in (j, *n)) + ")" for j, n in enumerate(batch)) + ") AS t(_adb_ln, "
                 + ", ".join(f"l{i}" for i in range(self.d)) + ")")
             ok, groups = self._ok(cells)
             rows = e.fetch(e.render("fulldomain_judge.sql.j2", ok=ok, groups=groups, nodes=ntab, card=self.card,
                                     d=self.d, leaves=self.leaves, total=self.total))
             for r in rows:
-                out[batch[r["_adb_node"]]] = {"suppressed": int(r["suppressed"]), "classes": int(r["classes"]),
+                out[batch[r["_adb_ln"]]] = {"suppressed": int(r["suppressed"]), "classes": int(r["classes"]),
                                               "dm": int(r["dm"]), "loss": float(r["loss"])}
             self.checked += len(batch)
         return out
@@ -250,7 +250,7 @@ class _Lattice:
         return f"SELECT {k}, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM ({union}) AS u GROUP BY ALL", groups
 
     def kept_groups(self, node: tuple[int, ...]) -> str:
-        """(_adb_node, _adb_g...) of the groups of ``node`` that every model accepts."""
+        """(_adb_ln, _adb_g...) of the groups of ``node`` that every model accepts."""
         e, s = self.eng, self.s
         cells = s.table(e.render("fulldomain_nodes.sql.j2", **self.spec([node])))
         ok, _ = self._ok(cells)
