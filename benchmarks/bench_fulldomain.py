@@ -38,7 +38,8 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     runs = [(dict(k=5), Q8, "salary-class", 0.0), (dict(k=5), Q8, "salary-class", 0.04),
             (dict(k=100), Q8, "salary-class", 0.0), (dict(k=100), Q8, "salary-class", 0.04),
-            (dict(k=5, t=0.2), Q8[:-1], "occupation", 0.0), (dict(k=5, t=0.2), Q8[:-1], "occupation", 0.04)]
+            (dict(k=5, t=0.2, distance="equal"), Q8[:-1], "occupation", 0.0),
+            (dict(k=5, t=0.2, distance="equal"), Q8[:-1], "occupation", 0.04)]
     for params, qi, sa, supp in runs:
         t = time.perf_counter()
         r = fulldomain("adult", qi, sa, hierarchies=hier, out="fd", engine=eng, replace=True, max_suppression=supp,
