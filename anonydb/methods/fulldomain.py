@@ -272,7 +272,9 @@ class _Lattice:
         judged: dict[tuple, dict] = {}
         status: dict[tuple, bool] = {}
         heights = sorted(by_height)
-        order = _bisection(heights) if prune else heights
+        # the bottom and the top first: a satisfying bottom decides every node, a failing top too
+        order = ([heights[0], heights[-1]] + [h for h in _bisection(heights) if h not in (heights[0], heights[-1])]
+                 if prune else heights)
         for h in order:
             todo = [n for n in by_height[h] if n not in status]
             res = self.evaluate(todo) if todo else {}
