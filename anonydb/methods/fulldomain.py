@@ -136,7 +136,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             # the release: generalized QIs, rows of failing groups suppressed, eq_class, shuffled
             stage = _temp_release_name(eng, out)
             keep = [c for c in cols if c not in ids]
-            kept_groups = lat.kept_groups(best)
+            kept_groups = lat.kept_labels(best)
             gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols}, keep)
             eng.execute(eng.render("fulldomain_release.sql.j2", stage=stage, gen=gen.sql, kept=kept_groups,
                                    qis=qi_cols, seed=int(seed)))
@@ -173,7 +173,14 @@ class _Lattice:
         self.size = 1
         for h in self.heights:
             self.size *= h + 1
-        self.lev = s.table(eng.render("fulldomain_levels.sql.j2", qis=qis, sensitive=sa, source=relation))
+        labels = s.table(eng.render("fulldomain_levels.sql.j2", qis=qis, sensitive=sa, source=relation))
+        # every label of every level as a dense integer code: the lattice's GROUP BYs hash integers
+        pairs = [(i, l) for i, q in enumerate(qis) for l in range(q.height + 1)]
+        self.codes = s.table(" UNION ALL ".join(
+            f"SELECT {i} AS qi, {l} AS level, label, CAST(row_number() OVER (ORDER BY label NULLS LAST) AS INTEGER) "
+            f"AS code FROM (SELECT DISTINCT _q{i}_{l} AS label FROM {ident(labels)}) AS d" for i, l in pairs))
+        self.lev = s.table(eng.render("fulldomain_codes.sql.j2", labels=labels, codes=self.codes, pairs=pairs,
+                                      sensitive=sa))
         self.allcols = [f"_q{i}_{l}" for i in range(self.d) for l in range(self.heights[i] + 1)]
         if len(self.allcols) > 62:
             raise InputError(f"the hierarchies have {len(self.allcols)} levels in all; at most 62 are supported")
@@ -189,7 +196,8 @@ class _Lattice:
             for l in range(q.height + 1):
                 parts.append(f"SELECT {i} AS qi, {l} AS level, level_{l} AS label, count(*) AS leaves "
                              f"FROM {ident(q.map)} GROUP BY 3")
-        self.card = s.table(" UNION ALL ".join(parts))
+        self.card = s.table(f"SELECT c.qi, c.level, k.code, c.leaves FROM ({' UNION ALL '.join(parts)}) AS c "
+                            f"JOIN {ident(self.codes)} AS k ON k.qi = c.qi AND k.level = c.level AND k.label = c.label")
         self.ctx_base = dict(engine=eng, glob=self.glob, total=total, domain=self.domain, sensitive=sa,
                              sensitive_numeric=bool(sa) and is_numeric_type(types[sa]), sa_hierarchy=sa_hier,
                              scratch=s, qi_columns=[q.column for q in qis])
@@ -255,6 +263,14 @@ class _Lattice:
         cells = s.table(e.render("fulldomain_nodes.sql.j2", **self.spec([node])))
         ok, _ = self._ok(cells)
         return s.table(f"SELECT * FROM ({ok}) AS o WHERE _adb_ok")
+
+    def kept_labels(self, node: tuple[int, ...]) -> str:
+        """The kept groups of ``node`` by their labels (_adb_g<i> as text)."""
+        kept = self.kept_groups(node)
+        cols = ", ".join(f"k{i}.label AS _adb_g{i}" for i in range(self.d))
+        joins = " ".join(f"JOIN {ident(self.codes)} AS k{i} ON k{i}.qi = {i} AND k{i}.level = {l} "
+                         f"AND k{i}.code = g._adb_g{i}" for i, l in enumerate(node))
+        return self.s.table(f"SELECT {cols} FROM {ident(kept)} AS g {joins}")
 
     def entropy(self, node: tuple[int, ...]) -> float:
         kept = self.kept_groups(node)
