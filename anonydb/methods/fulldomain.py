@@ -8,10 +8,12 @@ tuples with every hierarchy level as its own column (one scan of the source); a 
 is one GROUPING SETS query (``sql/fulldomain_*.sql.j2``). A node *satisfies* when the rows of the
 groups failing a model (suppressed) are at most ``max_suppression`` of the table.
 
-Search (bottom-up by height, Incognito-style): where every model is monotonic under
-generalization -- and, with suppression allowed, also under suppression (k-anonymity and
-distinct l-diversity only: merging a failing group with a passing one passes) -- a node above a
-satisfying node satisfies without being checked. Otherwise every node is checked. The minimal
+Search: where every model is monotonic under generalization -- and, with suppression allowed,
+also under suppression (k-anonymity and distinct l-diversity only: merging a failing group with
+a passing one passes) -- a Flash-style search [Kohlmayer et al. 2012] binary-searches chains of
+successors from the untagged nodes, bottom-up, many chains per query; each judged node tags every
+more general node (if it satisfies) or every more specific one (if it fails) without checking
+them. Otherwise every node is checked, a height at a time. The minimal
 satisfying nodes (no satisfying direct predecessor) form the Pareto set. The optimum is taken
 among them when the metric can only worsen with generalization (height and precision always;
 DM, AECS, loss and entropy without suppression), else among all satisfying nodes.
@@ -287,12 +289,7 @@ class _Lattice:
         sat: dict[tuple, dict | None] = {}  # satisfying nodes -> their judged values (None: implied)
         judged: dict[tuple, dict] = {}
         status: dict[tuple, bool] = {}
-        heights = sorted(by_height)
-        # the bottom and the top first: a satisfying bottom decides every node, a failing top too
-        order = ([heights[0], heights[-1]] + [h for h in _bisection(heights) if h not in (heights[0], heights[-1])]
-                 if prune else heights)
-        for h in order:
-            todo = [n for n in by_height[h] if n not in status]
+        def judge(todo):
             res = self.evaluate(todo) if todo else {}
             judged.update(res)
             for n, r in res.items():
@@ -307,8 +304,43 @@ class _Lattice:
                             status[m] = ok
                             if ok:
                                 sat[m] = None
-            if progress:
-                progress({"height": h, "checked": self.checked, "satisfying": len(sat)})
+
+        if prune:
+            # Flash-style [Kohlmayer et al. 2012]: from every untagged node (bottom-up), a chain of
+            # successors to the top, binary-searched for its lowest satisfying node; each check
+            # tags the more general (satisfying) or more specific (failing) part of the lattice
+            # chains from up to BATCH untagged nodes at a time, their midpoints judged in one query
+            while True:
+                starts = [n for n in nodes if n not in status][:BATCH]
+                if not starts:
+                    break
+                chains = [[_chain(n, self.heights, status), 0, None] for n in starts]
+                for c in chains:
+                    c[2] = len(c[0]) - 1
+                while True:
+                    mids = {}
+                    for c in chains:
+                        path, lo, hi = c
+                        live = [j for j in range(lo, hi + 1) if path[j] not in status] if lo <= hi else []
+                        if live:
+                            mids[id(c)] = live[len(live) // 2]
+                    if not mids:
+                        break
+                    judge(list(dict.fromkeys(c[0][mids[id(c)]] for c in chains if id(c) in mids)))
+                    for c in chains:
+                        if id(c) in mids:
+                            j = mids[id(c)]
+                            if status[c[0][j]]:
+                                c[2] = j - 1
+                            else:
+                                c[1] = j + 1
+                if progress:
+                    progress({"checked": self.checked, "satisfying": len(sat)})
+        else:
+            for h in sorted(by_height):
+                judge([n for n in by_height[h] if n not in status])
+                if progress:
+                    progress({"height": h, "checked": self.checked, "satisfying": len(sat)})
         if not sat:
             closest = min(judged, key=lambda n: (judged[n]["suppressed"], sum(n), n))
             raise InfeasibleError(
@@ -341,6 +373,20 @@ class _Lattice:
         if "entropy" not in values[best]:
             values[best]["entropy"] = self.entropy(best)
         return best, minimal, values
+
+
+def _chain(n: tuple[int, ...], heights: list[int], status: dict) -> list[tuple[int, ...]]:
+    """A chain from ``n`` up to the top of the lattice, one level at a time, preferring untagged
+    successors and, among them, the QI with the most levels left."""
+    path, cur = [n], n
+    while True:
+        succ = [cur[:i] + (l + 1,) + cur[i + 1:] for i, l in enumerate(cur) if l < heights[i]]
+        if not succ:
+            return path
+        untagged = [x for x in succ if x not in status]
+        pool = untagged or succ
+        cur = max(pool, key=lambda x: (max(h - l for h, l in zip(heights, x)), [-v for v in x]))
+        path.append(cur)
 
 
 def _bisection(heights: list[int]) -> list[int]:
