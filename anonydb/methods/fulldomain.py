@@ -350,11 +350,29 @@ class _Lattice:
                 f"failing groups")
         minimal = [n for n in sat if not any(p in sat for p in _preds(n))]
         monotone_metric = metric in ("height", "precision") or self.limit == 0
-        cands = minimal if monotone_metric else list(sat)
-        missing = [n for n in cands if sat[n] is None]
-        if missing:
-            for n, r in self.evaluate(missing).items():
-                sat[n] = r
+        if monotone_metric:
+            cands = minimal
+            missing = [n for n in cands if sat[n] is None]
+            if missing:
+                sat.update(self.evaluate(missing))
+        elif metric in ("dm", "loss"):
+            # a satisfying node without suppressed rows beats every more general node on DM and
+            # loss (merged classes cost more, a suppressed row costs the most), so those are skipped
+            cands, dominated = [], set()
+            for h in sorted(by_height):
+                level = [n for n in by_height[h] if n in sat and n not in dominated]
+                missing = [n for n in level if sat[n] is None]
+                if missing:
+                    sat.update(self.evaluate(missing))
+                for n in level:
+                    cands.append(n)
+                    if sat[n]["suppressed"] == 0:
+                        dominated |= _closure(n, self.heights, up=True)
+        else:
+            cands = list(sat)
+            missing = [n for n in cands if sat[n] is None]
+            if missing:
+                sat.update(self.evaluate(missing))
         values = {}
         for n in cands:
             r = dict(sat[n])
