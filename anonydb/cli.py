@@ -62,9 +62,23 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--sensitive", help="the sensitive attribute")
     a.add_argument("--out", required=True, help="the release table to create (in --db); anatomy writes "
                    "<out>_qit and <out>_st")
-    a.add_argument("--method", choices=("mondrian", "anatomy", "fulldomain"), default="mondrian",
-                   help="mondrian (generalized release, default), anatomy (QIT/ST pair, needs --l) or fulldomain "
-                        "(one hierarchy level per QI, the best by --metric; needs --hierarchy for every QI)")
+    a.add_argument("--method", choices=("mondrian", "anatomy", "fulldomain", "slicing"), default="mondrian",
+                   help="mondrian (generalized release, default), anatomy (QIT/ST pair, needs --l), fulldomain "
+                        "(one hierarchy level per QI, the best by --metric; needs --hierarchy for every QI) or "
+                        "slicing (column tables <out>_c1.. and the sliced view <out>; needs --l)")
+    a.add_argument("--columns", metavar="C|SPEC",
+                   help="slicing: the number of columns c (default 2), or the columns themselves as "
+                        "'a,b|c,d' (attributes comma-separated, columns separated by |)")
+    a.add_argument("--sensitive-column-size", type=int, metavar="ALPHA",
+                   help="slicing: put the sensitive attribute with its ALPHA-1 most correlated QIs (special "
+                        "attribute partitioning)")
+    a.add_argument("--column-k", type=int, metavar="K",
+                   help="slicing: generalize each column without the sensitive attribute to K-anonymity first")
+    a.add_argument("--tries", type=int, help="slicing: split dimensions tried per bucket (default all; 1 = Fig 4.1)")
+    a.add_argument("--bins", type=int, default=10,
+                   help="slicing: equal-width intervals of numeric attributes for phi^2 (default 10)")
+    a.add_argument("--membership", action="store_true",
+                   help="slicing, anatomy: also report membership disclosure (fake tuples, matching buckets)")
     a.add_argument("--max-suppression", type=float, default=0.0,
                    help="fulldomain: the largest fraction of rows that may be suppressed (default 0)")
     a.add_argument("--metric", choices=("dm", "aecs", "height", "precision", "loss", "entropy"), default="dm",
@@ -154,7 +168,15 @@ def _anonymize(args: argparse.Namespace) -> int:
             print(f"\r  round {p['round']}: {p['open']} partitions open ({p['rows_open']} rows), "
                   f"{p['final']} final this round", end="", file=sys.stderr, flush=True)
 
+    slicing_only = [f"--{n.replace('_', '-')}" for n in ("columns", "sensitive_column_size", "column_k", "tries")
+                    if getattr(args, n) is not None]
+    if slicing_only and args.method != "slicing":
+        raise InputError(f"{', '.join(slicing_only)} belong to --method slicing")
+    if args.membership and args.method not in ("slicing", "anatomy"):
+        raise InputError("--membership belongs to --method slicing or anatomy")
     engine = DuckDBEngine(args.db)
+    if args.method == "slicing":
+        return _slicing(args, engine, hierarchies)
     if args.method == "anatomy":
         return _anatomy(args, engine)
     if args.method == "fulldomain":
@@ -213,6 +235,52 @@ def _fulldomain(args: argparse.Namespace, engine, hierarchies) -> int:
     return 0
 
 
+def _slicing(args: argparse.Namespace, engine, hierarchies) -> int:
+    import json
+
+    from .methods import slicing
+    from .schema import split_list
+
+    others = [f"--{n.replace('_', '-')}" for n in ("k", "t", "n", "alpha", "delta", "c", "groups", "identifiers")
+              if getattr(args, n)]
+    if args.l_variant != "distinct":
+        others.append("--l-variant")
+    if others:
+        raise InputError(f"--method slicing takes --l (l-diverse slicing: p(t,s) <= 1/l); not {', '.join(others)}")
+    if args.l is None:
+        raise InputError("--method slicing needs --l")
+    cols: object = 2
+    if args.columns is not None:
+        spec = args.columns.strip()
+        if spec.isdigit():
+            cols = int(spec)
+        else:
+            cols = [split_list(part, f"column {i + 1} of --columns") for i, part in enumerate(spec.split("|"))]
+    try:
+        r = slicing(args.source, args.qi, args.sensitive, l=_int_if_whole(args.l), out=args.out, engine=engine,
+                    columns=cols, alpha=args.sensitive_column_size, bins=args.bins, tries=args.tries,
+                    column_k=args.column_k, hierarchies=hierarchies, seed=args.seed, replace=args.replace,
+                    membership=args.membership)
+        m = r.membership
+        if args.export:
+            from .sqlgen import ident, literal
+
+            fmt = "PARQUET" if args.export.lower().endswith(".parquet") else "CSV, HEADER"
+            engine.execute(f"COPY (SELECT * FROM {ident(r.view)}) TO {literal(args.export)} (FORMAT {fmt})")
+    finally:
+        engine.close()
+    if args.json:
+        print(json.dumps({"view": r.view, "tables": r.tables, "columns": r.columns, "rows": r.rows,
+                          "buckets": r.buckets, "rounds": r.rounds, "seconds": r.seconds, "sizes": r.sizes,
+                          "moved": r.moved, "worst": r.verdict.worst, "holds": r.verdict.holds,
+                          "membership": m.to_dict() if m else None}, indent=2, default=str))
+    else:
+        print(r.format())
+        if m:
+            print(m.format())
+    return 0
+
+
 def _anatomy(args: argparse.Namespace, engine) -> int:
     import json
 
@@ -231,6 +299,16 @@ def _anatomy(args: argparse.Namespace, engine) -> int:
         result = anatomy(args.source, args.qi, args.sensitive, l=_int_if_whole(args.l), out=args.out, engine=engine,
                          groups=args.groups, l_variant=args.l_variant, c=args.c, seed=args.seed,
                          replace=args.replace, as_view=args.view)
+        mem = None
+        if args.membership:
+            from .membership import anatomy_membership
+            from .schema import split_list
+            from .sources import open_source
+
+            with engine.scratch("cli") as s:
+                rel = open_source(engine, args.source, scratch=s)
+                mem = anatomy_membership(engine, rel, result.qit, result.st, split_list(args.qi, "--qi"),
+                                         args.sensitive, seed=args.seed)
         if args.export:  # PATH.csv -> PATH_qit.csv and PATH_st.csv
             path = Path(args.export)
             fmt = "PARQUET" if path.suffix.lower() == ".parquet" else "CSV, HEADER"
@@ -241,9 +319,12 @@ def _anatomy(args: argparse.Namespace, engine) -> int:
         engine.close()
     if args.json:
         print(json.dumps({"qit": result.qit, "st": result.st, "rows": result.rows, "groups": result.groups,
-                          "seconds": result.seconds, "verification": result.report.to_dict()}, indent=2, default=str))
+                          "seconds": result.seconds, "verification": result.report.to_dict(),
+                          "membership": mem.to_dict() if mem else None}, indent=2, default=str))
     else:
         print(result.format())
+        if mem:
+            print(mem.format())
     return 0
 
 

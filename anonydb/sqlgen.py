@@ -100,3 +100,11 @@ def transpile(sql: str, write: str, read: str = "duckdb") -> str:
     """Transpile a generated statement to another dialect (for the engines to come)."""
     return ";\n".join(sqlglot.transpile(sql, read=read, write=write))
 
+
+
+def seed_key(seed: int, salt: int | str = 0) -> int:
+    """A 64-bit key for the ``rand``/``unif`` macros of ``sql/_macros.sql.j2``: independent
+    pseudo-random draws per (seed, salt)."""
+    import random
+
+    return random.Random(f"{int(seed)}/{salt}").getrandbits(64)

@@ -3,5 +3,7 @@
 from .anatomy import AnatomyResult, anatomy
 from .fulldomain import FullDomainResult, fulldomain
 from .mondrian import MondrianResult, anonymize
+from .slicing import SlicingResult, slicing
 
-__all__ = ["AnatomyResult", "FullDomainResult", "MondrianResult", "anatomy", "anonymize", "fulldomain"]
+__all__ = ["AnatomyResult", "FullDomainResult", "MondrianResult", "SlicingResult", "anatomy", "anonymize", "fulldomain",
+           "slicing"]

@@ -1,0 +1,387 @@
+"""Slicing: columns by correlation, l-diverse buckets, sliced release [Li thesis Ch. 4;
+spec-closeness-slicing 4, 5.3-5.5, 5.7].
+
+Three phases, all in the database:
+
+1. attribute partitioning (:mod:`.slicing_columns`): phi^2 of every attribute pair in SQL, PAM
+   on d = 1 - phi^2 into c columns (or the special partitioning with ``alpha``, or the user's
+   columns);
+2. optional column generalization (``column_k``): Mondrian k-anonymity on each column without
+   the sensitive attribute, so every value of that column occurs at least k times (§4.3.2);
+3. tuple partitioning (Fig 4.1): Mondrian-style median cuts of the buckets, a cut being kept
+   only if the sliced table stays l-diverse by the check of Fig 4.2
+   (:mod:`anonydb.models.sliced_diversity`, the same code that verifies the release).
+
+Departure from Fig 4.1 (a FIFO queue checking one bucket's cut at a time): the plan is
+level-wise. A round proposes the cuts of all open buckets at once (``sql/slicing_split.sql.j2``),
+checks the whole tentative slicing once, and when some tuples then fail, takes back the cuts of
+the changed buckets those tuples match (a failure can only come from a bucket that changed, as
+p(t,.) depends on t's matching buckets only) and checks again, until the check passes; the
+partition after each round is l-diverse, as after each step of Fig 4.1. A bucket whose cut was
+taken back tries its next-widest dimension in the next round (``tries``; ``tries=1`` finalizes
+it at once, as Fig 4.1 does). The check joins each tuple only with the buckets that hold its
+values, starting from the most selective column, instead of the O(n * buckets) scan of Fig 4.2.
+
+The release: one table per column, ``<out>_c1`` .. ``<out>_c<c>`` (bucket_id, row_in_bucket, the
+column's attributes; values permuted within each bucket by a seeded hash, independently per
+column), and the view ``<out>`` joining them on (bucket_id, row_in_bucket): the sliced table of
+Table 4.1(f). Only the sliced attributes (the QIs and the sensitive attribute) are released.
+Before anything is written, the staged tables are verified: the same number of rows per bucket
+in every column, and l-diverse slicing checked from the release against the tuples of T.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from ..engine import Engine, connect
+from ..errors import AnonyDBError, InfeasibleError, InputError
+from ..hierarchy import Hierarchy
+from ..membership import MembershipReport
+from ..membership import membership as measure_membership
+from ..models.sliced_diversity import SlicedLDiversity, SlicedVerdict
+from ..schema import split_list, validate_roles
+from ..sources import open_source
+from ..sqlgen import ident, literal, seed_key
+from .anatomy import _stage_name
+from .mondrian import _row_ids
+from .slicing_columns import BINS, check_columns, coordinate, describe, partition_attributes, phi2_matrix
+
+
+@dataclass
+class SlicingResult:
+    view: str  # the sliced table (a view over the column tables)
+    tables: list[str]  # the column tables, in the order of `columns`
+    columns: list[list[str]]  # the attribute partition (the sensitive column last)
+    rows: int
+    buckets: int
+    rounds: int
+    seconds: float
+    verdict: SlicedVerdict  # the verification of the release
+    phi2: dict[tuple[str, str], float] = field(default_factory=dict)  # when the columns were computed
+    sizes: dict[str, float] = field(default_factory=dict)  # bucket sizes: min, mean, max
+    generalized: list[int] = field(default_factory=list)  # indexes of the generalized columns
+    moved: list[str] = field(default_factory=list)  # attributes moved out of the computed sensitive column
+    membership: MembershipReport | None = None  # with membership=True
+
+    def format(self) -> str:
+        lines = [f"slicing: {self.rows} rows in {self.buckets} buckets ({self.rounds} rounds, "
+                 f"{self.seconds:.2f} s); bucket sizes {self.sizes.get('min', 0):g} .. {self.sizes.get('max', 0):g} "
+                 f"(mean {self.sizes.get('mean', 0):.1f})",
+                 f"  columns: {describe(self.columns, '')}" + (
+                     f" (generalized: {', '.join(f'c{i + 1}' for i in self.generalized)})" if self.generalized else ""),
+                 *([f"  moved out of the sensitive column (it made even one bucket fail l-diversity): "
+                    f"{', '.join(self.moved)}"] if self.moved else []),
+                 f"  release: view {self.view} over {', '.join(self.tables)}",
+                 f"  verified: {self.verdict.format()}"]
+        return "\n".join(lines)
+
+
+def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out: str, engine: Engine | Any = None,
+            columns: int | Sequence[Sequence[str]] = 2, alpha: int | None = None, bins: int | None = BINS,
+            split_on: str | Iterable[str] | None = None, tries: int | None = None, min_bucket: int | None = None,
+            column_k: int | None = None, hierarchies: dict[str, Hierarchy] | None = None, seed: int = 0,
+            replace: bool = False, progress: Callable[[dict[str, Any]], None] | None = None,
+            membership: bool = False) -> SlicingResult:
+    """Slice ``source`` (QIs and the sensitive attribute) into an l-diverse sliced release ``out``.
+
+    ``columns``: c (an int >= 2, the attribute partition computed by PAM on 1 - phi^2, with
+    ``alpha`` for the special partitioning and ``bins`` equal-width intervals for numeric
+    attributes) or the columns themselves (lists of attribute names). ``split_on``: the
+    attributes the tuple partitioning cuts on (default: the QIs). ``tries``: dimensions tried
+    per bucket before it is final (default all; 1 is Fig 4.1 literally). ``min_bucket``: a
+    bucket is cut only if both halves keep at least this many tuples (default ceil(l)).
+    ``column_k``: generalize every column without the sensitive attribute to k-anonymity
+    (Mondrian; ``hierarchies`` for its categorical attributes). ``progress`` is called after every
+    round with {round, open, checks}. ``membership``: also measure membership disclosure
+    (:func:`anonydb.membership.membership`, against the tuples as released).
+    """
+    t0 = time.perf_counter()
+    eng = connect(engine)
+    qi_cols = split_list(qi, "quasi-identifiers")
+    model = SlicedLDiversity(l)
+    if not sensitive:
+        raise InputError("slicing needs a sensitive attribute (--sensitive)")
+    if not isinstance(out, str) or not out:
+        raise InputError("out must name the release (it writes the view <out> and tables <out>_c1, ...)")
+    for name, v in (("tries", tries), ("min_bucket", min_bucket), ("column_k", column_k)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise InputError(f"{name} must be a positive integer, got {v!r}")
+    if bins is not None and (isinstance(bins, bool) or not isinstance(bins, int) or bins < 2):
+        raise InputError(f"bins must be an integer >= 2 (or None: no discretization), got {bins!r}")
+    min_bucket = min_bucket or max(1, math.ceil(l))
+    seed = int(seed)
+    attrs = qi_cols + [sensitive]
+    with eng.scratch("slicing") as s:
+        relation = open_source(eng, source, scratch=s)
+        types = validate_roles(eng, relation, qi_cols, sensitive, None, label=str(source))
+        phi2: dict[tuple[str, str], float] = {}
+        moved: list[str] = []
+        if isinstance(columns, int) and not isinstance(columns, bool):
+            if columns > len(attrs):
+                raise InputError(f"c = {columns} columns is more than the {len(attrs)} attributes to slice "
+                                 f"({', '.join(attrs)})")
+            matrix = phi2_matrix(eng, relation, attrs, bins)
+            phi2 = {(a, b): matrix[i][j] for i, a in enumerate(attrs) for j, b in enumerate(attrs) if i < j}
+            cols = partition_attributes(matrix, attrs, sensitive, columns, alpha)
+            if alpha is None:
+                cols, moved = _fit_sensitive_column(eng, relation, cols, sensitive, model, matrix, attrs)
+        elif isinstance(columns, (list, tuple)):
+            if alpha is not None:
+                raise InputError("alpha shapes the computed attribute partition; it does not apply to given columns")
+            cols = check_columns(columns, attrs, sensitive)
+        else:
+            raise InputError(f"columns must be a number of columns (int >= 2) or a list of columns, got {columns!r}")
+        dims = split_list(split_on, "split attributes") if split_on is not None else list(qi_cols)
+        for d in dims:
+            if d not in attrs:
+                raise InputError(f"split attribute {d!r} is not one of the attributes to slice ({', '.join(attrs)})")
+        if not dims:
+            raise InputError("no attribute to split buckets on (split_on is empty)")
+        names = [f"{out}_c{i + 1}" for i in range(len(cols))]
+        for name in names:
+            if eng.exists(name) and not replace:
+                raise InputError(f"{name!r} already exists; choose another name or pass replace=True")
+        if eng.exists(out) and not replace:
+            raise InputError(f"{out!r} already exists; choose another name or pass replace=True")
+
+        base, rid = _row_ids(eng, s, relation)
+        brid = "rowid" if rid == "rowid" else ident(rid)
+        n = int(eng.scalar(f"SELECT count(*) FROM {ident(base)}"))
+        if n == 0:
+            raise InputError(f"{source} is empty: there is nothing to slice")
+        plain = [c for c in cols if sensitive not in c]
+        qpart = [a for a in cols[-1] if a != sensitive]
+
+        # phase 2: column generalization (the released values of the plain columns)
+        generalized: list[int] = []
+        vals, vrid, gbase = base, brid, None
+        if column_k is not None:
+            vals, generalized = _generalize_columns(eng, s, base, brid, plain, attrs, column_k, hierarchies, seed)
+            vrid, gbase = ident("_adb_rid"), base
+
+        # phase 3: tuple partitioning
+        alias = "b" if gbase else "v"
+        dim_specs = [{"name": d, "coord": coordinate(types[d], f"{alias}.{ident(d)}")} for d in dims]
+        tup = s.put("tup", eng.render("slicing_codes.sql.j2", vals=vals, rid=vrid, base=gbase, brid=brid,
+                                      plain=plain, qpart=qpart, sensitive=sensitive, dims=dim_specs,
+                                      key=seed_key(seed, "slicing/ties")))
+        ranges = eng.fetch_rows("SELECT " + ", ".join(f"max(x{j}) - min(x{j})" for j in range(len(dims)))
+                                + f" FROM {ident(tup)}")[1][0]
+        ranges = [float(r) if r and r > 0 else 1.0 for r in ranges]
+        part = _Partitioner(eng, s, model, tup, len(plain), ranges, min_bucket, tries or len(dims))
+        part.check_root(sensitive, cols)
+        rounds = part.run(progress)
+
+        # the release: staged, verified, swapped in
+        staged: list[str] = []
+        try:
+            bmap = s.table(eng.render("slicing_release.sql.j2", part="bmap", tup=part.tup,
+                                          key=seed_key(seed, "slicing/buckets")))
+            for i, (col, name) in enumerate(zip(cols, names)):
+                stage = _stage_name(eng, name)
+                eng.create_table_as(stage, eng.render("slicing_release.sql.j2", part="column", tup=part.tup, bmap=bmap,
+                                                      vals=vals, rid=vrid, attrs=col,
+                                                      key=seed_key(seed, f"slicing/column/{i}")))
+                staged.append(stage)
+            verdict = verify(eng, vals, list(zip(staged, cols)), sensitive, model)
+            if not verdict.holds:
+                raise AnonyDBError(f"verification failed: {verdict.format()}; nothing was written")
+            stats = eng.fetch_rows(f"SELECT count(*), min(n), avg(n), max(n) FROM (SELECT count(*) AS n FROM "
+                                   f"{ident(staged[0])} GROUP BY bucket_id) AS b")[1][0]
+            view_sql = eng.render("slicing_release.sql.j2", part="view", tables=list(zip(names, cols)))
+            mem = measure_membership(eng, vals, list(zip(staged, cols)), sensitive, seed=seed) if membership else None
+            _swap_release(eng, list(zip(staged, names)), out, view_sql.sql)
+            staged.clear()
+        finally:
+            for t in staged:
+                if eng.exists(t):
+                    eng.drop(t)
+    return SlicingResult(view=out, tables=names, columns=cols, rows=n, buckets=int(stats[0]), rounds=rounds,
+                         seconds=time.perf_counter() - t0, verdict=verdict, phi2=phi2,
+                         sizes={"min": float(stats[1]), "mean": float(stats[2]), "max": float(stats[3])},
+                         generalized=generalized, moved=moved, membership=mem)
+
+
+def _root_worst(eng: Engine, relation: str, qpart: list[str], sensitive: str) -> float:
+    """max p(t,s) with the whole table as one bucket: the largest share of one sensitive value among
+    the tuples sharing a value of the sensitive column's other attributes ``qpart``."""
+    by = ", ".join(ident(a) for a in qpart)
+    return float(eng.scalar(
+        f"SELECT max(CAST(n AS DOUBLE) / m) FROM (SELECT n, sum(n) OVER ({'PARTITION BY ' + by if by else ''}) AS m "
+        f"FROM (SELECT {by + ', ' if by else ''}{ident(sensitive)}, count(*) AS n FROM {ident(relation)} "
+        f"GROUP BY ALL) AS c) AS w"))
+
+
+def _fit_sensitive_column(eng, relation, cols, sensitive, model, matrix, attrs):
+    """When the computed sensitive column makes even the one-bucket slicing fail (its other
+    attributes pin down S too well), move them out one at a time, least correlated with S first,
+    each to the column it is most correlated with on average, until the root is l-diverse. Returns
+    (columns, moved attributes)."""
+    cols = [list(c) for c in cols]
+    moved = []
+    si = attrs.index(sensitive)
+    while True:
+        qpart = [a for a in cols[-1] if a != sensitive]
+        if not qpart or _root_worst(eng, relation, qpart, sensitive) <= 1 / model.l + 1e-9:
+            return cols, moved
+        a = min(qpart, key=lambda x: (matrix[si][attrs.index(x)], attrs.index(x)))
+        ai = attrs.index(a)
+        target = max(range(len(cols) - 1),
+                     key=lambda j: (sum(matrix[ai][attrs.index(b)] for b in cols[j]) / len(cols[j]), -j))
+        cols[-1].remove(a)
+        cols[target] = sorted(cols[target] + [a], key=attrs.index)
+        moved.append(a)
+
+
+def verify(eng: Engine, tuples: str, columns: Sequence[tuple[str, Sequence[str]]], sensitive: str,
+           model: SlicedLDiversity) -> SlicedVerdict:
+    """Verify a sliced release: every column table has the same number of rows in every bucket,
+    and l-diverse slicing holds for the tuples of ``tuples`` against the column tables."""
+    first = columns[0][0]
+    for table, _ in columns[1:]:
+        bad = eng.fetch_rows(
+            f"SELECT a.bucket_id, a.n, b.n FROM (SELECT bucket_id, count(*) AS n FROM {ident(first)} GROUP BY 1) AS a "
+            f"FULL JOIN (SELECT bucket_id, count(*) AS n FROM {ident(table)} GROUP BY 1) AS b USING (bucket_id) "
+            f"WHERE a.n IS DISTINCT FROM b.n LIMIT 1")[1]
+        if bad:
+            raise AnonyDBError(f"internal error: bucket {bad[0][0]} holds {bad[0][1]} rows in {first} but "
+                               f"{bad[0][2]} in {table}")
+    return model.check(eng, tuples, columns, sensitive)
+
+
+class _Partitioner:
+    """Tuple partitioning (Fig 4.1), level-wise; see the module docstring."""
+
+    def __init__(self, eng, s, model, tup, nplain, ranges, min_bucket, tries):
+        self.eng, self.s, self.model, self.tup = eng, s, model, tup
+        self.nplain, self.ranges, self.min_bucket, self.tries = nplain, ranges, min_bucket, tries
+        self.keys = [f"k{i}" for i in range(nplain)] + ["kq"]
+        self.checks = 0
+
+    def chain(self, rel: str) -> list[dict[str, str]]:
+        if not hasattr(self, "_order"):
+            counts = self.eng.fetch_rows("SELECT " + ", ".join(f"count(DISTINCT {k})" for k in self.keys)
+                                         + f" FROM {ident(self.tup)}")[1][0]
+            self._order = sorted(range(len(self.keys)), key=lambda i: (-counts[i], i))
+        out = []
+        for j, i in enumerate(self._order):
+            k = self.keys[i]
+            sub = f"(SELECT bid, {k} AS k FROM {ident(rel)})" if k != "kq" else ident(rel)
+            out.append({"alias": f"x{j}", "rel": sub, "key": k})
+        return out
+
+    def check_root(self, sensitive: str, cols: list[list[str]]) -> None:
+        """Fail early when even the whole table as one bucket is not l-diverse."""
+        worst, violators, tuples, _ = self.eng.fetch_rows(
+            self.model.plan(self.eng, ident(self.tup), self.chain(self.tup), ident(self.tup)))[1][0]
+        self.checks += 1
+        if violators:
+            bound = math.floor(1 / worst + 1e-9) if worst > 0 else 0
+            qpart = [a for a in cols[-1] if a != sensitive]
+            why = (f"the most frequent value of {sensitive!r} has share {worst:.6g} of the table"
+                   if not qpart else
+                   f"some tuples' values of {', '.join(qpart)} (in the sensitive column) go with one value of "
+                   f"{sensitive!r} in a share {worst:.6g} of the tuples that have them")
+            raise InfeasibleError(
+                f"l-diverse slicing with l = {self.model.l:g} is infeasible for these columns: even one bucket holding "
+                f"all rows gives p(t,s) = {worst:.6g} > 1/l ({why}); the largest feasible l is {bound}"
+                + ("" if not qpart else " (or move those attributes out of the sensitive column)"))
+
+    def run(self, progress) -> int:
+        eng, s = self.eng, self.s
+        state = s.put("state", "SELECT CAST(1 AS BIGINT) AS bid, 0 AS attempt")
+        rounds = 0
+        while eng.scalar(f"SELECT count(*) FROM {ident(state)}"):
+            rounds += 1
+            prop = s.put("prop", eng.render("slicing_split.sql.j2", tup=self.tup, state=state,
+                                            ranges=self.ranges, min_bucket=self.min_bucket))
+            keys = ", ".join("t." + k for k in self.keys)
+            # every cut judged alone first (one statement), then the admissible ones together
+            two = s.put("two", f"SELECT t.bid, {keys}, t.s FROM {ident(self.tup)} AS t UNION ALL "
+                               f"SELECT p.bid, {keys}, t.s FROM {ident(prop)} AS p JOIN {ident(self.tup)} AS t "
+                               f"ON t.rid = p.rid")
+            levels = s.put("levels", f"SELECT b.bid, p.parent, FALSE AS child FROM (SELECT DISTINCT bid FROM "
+                                     f"{ident(self.tup)}) AS b LEFT JOIN (SELECT DISTINCT parent FROM {ident(prop)}) "
+                                     f"AS p ON p.parent = b.bid UNION ALL SELECT DISTINCT bid, parent, TRUE FROM "
+                                     f"{ident(prop)}")
+            rejected: set[int] = {r[0] for r in eng.fetch_rows(self.model.plan(
+                eng, ident(self.tup), self.chain(two), ident(two), mode="single", levels=levels,
+                focus=f"(SELECT DISTINCT parent AS bid FROM {ident(prop)})"))[1]}
+            self.checks += 1
+            while True:
+                rej = "" if not rejected else f" WHERE parent NOT IN ({', '.join(map(str, sorted(rejected)))})"
+                acc = s.put("acc", f"SELECT * FROM {ident(prop)}{rej}")
+                if not eng.scalar(f"SELECT count(*) FROM {ident(acc)}"):
+                    break
+                tp = s.put("tp", f"SELECT coalesce(a.bid, t.bid) AS bid, {', '.join('t.' + k for k in self.keys)}, t.s "
+                                 f"FROM {ident(self.tup)} AS t LEFT JOIN {ident(acc)} AS a ON a.rid = t.rid")
+                changed = s.put("changed", f"SELECT DISTINCT bid, parent FROM {ident(acc)}")
+                culprits = [r[0] for r in eng.fetch_rows(
+                    self.model.plan(eng, ident(tp), self.chain(tp), ident(tp), mode="culprits", changed=changed,
+                                    focus=ident(changed)))[1]]
+                self.checks += 1
+                if not culprits:
+                    break
+                rejected.update(culprits)
+            # apply the accepted cuts; open: their children, and the rejected buckets with dimensions left
+            nxt = s.put("tup_next", f"SELECT t.* REPLACE (coalesce(a.bid, t.bid) AS bid) FROM {ident(self.tup)} AS t "
+                                    f"LEFT JOIN {ident(acc)} AS a ON a.rid = t.rid")
+            self.tup, self.s.slots["tup"], self.s.slots["tup_next"] = nxt, nxt, self.tup
+            rej_list = ", ".join(map(str, sorted(rejected))) or "NULL"
+            state = s.put("state", f"SELECT DISTINCT bid, 0 AS attempt FROM {ident(acc)} "
+                                   f"UNION ALL SELECT bid, attempt + 1 FROM {ident(state)} "
+                                   f"WHERE bid IN ({rej_list}) AND attempt + 1 < {self.tries}")
+            if progress:
+                progress({"round": rounds, "open": eng.scalar(f"SELECT count(*) FROM {ident(state)}"),
+                          "checks": self.checks})
+        return rounds
+
+
+def _generalize_columns(eng, s, base, brid, plain, attrs, k, hierarchies, seed):
+    """Mondrian k-anonymity on each plain column's sub-table; returns (values table, generalized
+    column indexes). The values table holds _adb_rid and every attribute (labels where generalized)."""
+    from .mondrian import anonymize
+    exprs = {a: f"b.{ident(a)}" for a in attrs}
+    joins = []
+    done = []
+    for i, col in enumerate(plain):
+        sub = s.table(f"SELECT CAST(b.{brid} AS BIGINT) AS {ident('slice_rid')}, {', '.join('b.' + ident(a) for a in col)} "
+                      f"FROM {ident(base)} AS b")
+        rel = s.name()
+        hs = {a: h for a, h in (hierarchies or {}).items() if a in col}
+        try:
+            anonymize(sub, col, out=rel, engine=eng, k=k, hierarchies=hs, seed=seed, relaxed=True)
+        except InfeasibleError as e:
+            raise InfeasibleError(f"column {i + 1} ({', '.join(col)}) cannot be generalized to {k}-anonymity: {e}") from e
+        for a in col:
+            exprs[a] = f"g{i}.{ident(a)}"
+        joins.append(f"JOIN {ident(rel)} AS g{i} ON g{i}.{ident('slice_rid')} = CAST(b.{brid} AS BIGINT)")
+        done.append(i)
+    vals = s.table(f"SELECT CAST(b.{brid} AS BIGINT) AS _adb_rid, "
+                   + ", ".join(f"{exprs[a]} AS {ident(a)}" for a in attrs)
+                   + f" FROM {ident(base)} AS b " + " ".join(joins))
+    return vals, done
+
+
+def _swap_release(eng: Engine, pairs: list[tuple[str, str]], view: str, view_sql: str) -> None:
+    """Put the verified column tables in place and (re)create the view, in one transaction."""
+    names = [out for _, out in pairs] + [view]
+    kinds = dict(eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE table_name IN ("
+                                + ", ".join(literal(x) for x in names) + ")")[1])
+    eng.execute("BEGIN TRANSACTION")
+    try:
+        if view in kinds:
+            eng.drop(view, view=kinds[view] == "VIEW")
+        for stage, out in pairs:
+            if out in kinds:
+                eng.drop(out, view=kinds[out] == "VIEW")
+            eng.rename(stage, out)
+        eng.execute(f"CREATE VIEW {ident(view)} AS {view_sql}")
+        eng.execute("COMMIT")
+    except BaseException:
+        eng.execute("ROLLBACK")
+        raise

@@ -1,0 +1,181 @@
+"""Time slicing (phi^2 + PAM columns, l-diverse tuple partitioning, verified release) on Adult and
+on synthetic censuses of growing size; fit the growth exponent; compare with the thesis's
+algorithm run literally (Fig 4.1 with the Fig 4.2 check over every tuple and bucket, in Python).
+
+    python benchmarks/bench_slicing.py adult --repeat 3
+    python benchmarks/bench_slicing.py scale --rows 1000 10000 30000 100000
+    python benchmarks/bench_slicing.py peer --rows 300 1000
+
+``adult``: all 9 attributes (8 QIs and SA occupation), l = 5, c = 3 (the issue's setting), with the
+membership measures of the release and of an Anatomy release with the same l. ``scale``: the
+census's 8 QIs with SA occupation, l = 5, c = 3, each size in a fresh process; the exponent is the
+least-squares slope of log(time) on log(rows). ``peer``: the same partition search, but every
+candidate cut judged by the brute-force check of tests/slicing_oracle.py (p(t,s) tuple by tuple,
+bucket by bucket, as Fig 4.2 does), against anonydb on the same table; both must agree on the
+verdict of the final release.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for p in (ROOT, ROOT / "tests"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+import anonydb  # noqa: E402
+from anonydb.methods import anatomy, slicing  # noqa: E402
+
+ADULT = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
+
+
+def cmd_adult(args) -> None:
+    from anonydb.datasets import load_adult
+    from anonydb.membership import anatomy_membership
+
+    eng = anonydb.connect()
+    load_adult(eng, "adult")
+    runs, r = [], None
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        r = slicing("adult", ADULT, "occupation", l=5, columns=3, out="adult_sliced", engine=eng, replace=True)
+        runs.append(time.perf_counter() - t)
+    t = time.perf_counter()
+    m = slicing("adult", ADULT, "occupation", l=5, columns=3, out="adult_sliced", engine=eng, replace=True,
+                membership=True).membership
+    tm = time.perf_counter() - t - statistics.median(runs)
+    anatomy("adult", ADULT, "occupation", l=5, out="adult_anat", engine=eng, replace=True)
+    ma = anatomy_membership(eng, "adult", "adult_anat_qit", "adult_anat_st", ADULT, "occupation")
+    print(f"# Slicing on Adult (30,162 rows, 9 attributes, SA occupation), l = 5, c = 3; {dt.date.today()}; "
+          f"command: python benchmarks/bench_slicing.py adult --repeat {args.repeat}")
+    print(f"columns: {r.columns}; moved out of the sensitive column: {r.moved}")
+    print("| run | median s | runs (s) | buckets | rounds | max p(t,s) | verified |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| slicing l=5 c=3 | {statistics.median(runs):.2f} | {', '.join(f'{x:.2f}' for x in runs)} | {r.buckets} | "
+          f"{r.rounds} | {r.verdict.worst:.4f} | {r.verdict.holds} |")
+    print(f"\nmembership (+{tm:.2f} s): | release | fake tuples | identity fakes | originals <=10 / 11-20 / >20 "
+          f"matching buckets | fakes <=10 / 11-20 / >20 |")
+    for name, x in (("slicing", m), ("anatomy l=5", ma)):
+        ob, fb = x.binned(x.original_matching), x.binned(x.fake_matching)
+        how = "" if x.exact else f" (sampled, ± {x.stderr['fakes']:.0f})"
+        print(f"| {name} | {x.fakes:,.0f}{how} | {x.identity_fakes:,.0f} | "
+              f"{' / '.join(f'{v:,.0f}' for v in ob.values())} | {' / '.join(f'{v:,.0f}' for v in fb.values())} |")
+
+
+def cmd_scale_one(args) -> None:
+    from anonydb.datasets import CENSUS_QIS, synthetic_census
+
+    eng = anonydb.connect()
+    synthetic_census(eng, "census", rows=args.one, seed=1)
+    t = time.perf_counter()
+    r = slicing("census", CENSUS_QIS, "occupation", l=5, columns=3, out="sliced", engine=eng)
+    print(json.dumps({"rows": args.one, "seconds": time.perf_counter() - t, "buckets": r.buckets, "rounds": r.rounds,
+                      "holds": r.verdict.holds}))
+
+
+def cmd_scale(args) -> None:
+    res = []
+    for n in args.rows:
+        out = subprocess.run([sys.executable, __file__, "scale-one", "--one", str(n)], capture_output=True, text=True,
+                             check=True).stdout
+        res.append(json.loads(out.strip().splitlines()[-1]))
+    xs = [math.log(r["rows"]) for r in res]
+    ys = [math.log(r["seconds"]) for r in res]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    print(f"# Slicing on the synthetic census (8 QIs, SA occupation), l = 5, c = 3; {dt.date.today()}; "
+          f"command: python benchmarks/bench_slicing.py scale --rows {' '.join(map(str, args.rows))}")
+    print("| rows | s | buckets | rounds | verified |")
+    print("|---|---|---|---|---|")
+    for r in res:
+        print(f"| {r['rows']:,} | {r['seconds']:.2f} | {r['buckets']} | {r['rounds']} | {r['holds']} |")
+    print(f"\nfitted growth exponent (log-log least squares over all sizes): {slope:.2f}")
+    if len(res) > 2:
+        xs2, ys2 = xs[1:], ys[1:]
+        mx2, my2 = statistics.fmean(xs2), statistics.fmean(ys2)
+        s2 = sum((x - mx2) * (y - my2) for x, y in zip(xs2, ys2)) / sum((x - mx2) ** 2 for x in xs2)
+        print(f"without the smallest size (fixed costs dominate there): {s2:.2f}")
+
+
+def cmd_peer(args) -> None:
+    """Fig 4.1 literally: a FIFO queue of buckets, one median cut at a time, each judged by the
+    brute-force Fig 4.2 check over all tuples and buckets (tests/slicing_oracle.py)."""
+    import slicing_oracle as oracle
+    from anonydb.datasets import CENSUS_QIS, synthetic_census
+
+    print(f"# Slicing vs the thesis's algorithm run literally in Python (Fig 4.1 + Fig 4.2); {dt.date.today()}; "
+          f"command: python benchmarks/bench_slicing.py peer --rows {' '.join(map(str, args.rows))}")
+    print("| rows | anonydb s | literal Fig 4.1/4.2 s | ratio | anonydb buckets | literal buckets |")
+    print("|---|---|---|---|---|---|")
+    qis = CENSUS_QIS[:4]
+    for n in args.rows:
+        eng = anonydb.connect()
+        synthetic_census(eng, "census", rows=n, seed=1)
+        attrs = qis + ["occupation"]
+        cols = [qis[:2], qis[2:], ["occupation"]]
+        t = time.perf_counter()
+        r = slicing("census", qis, "occupation", l=4, columns=cols, out="s", engine=eng, tries=1)
+        ta = time.perf_counter() - t
+        rows = [dict(zip(attrs, x)) for x in eng.fetch_rows(f"SELECT {', '.join(attrs)} FROM census")[1]]
+        t = time.perf_counter()
+        nb = _literal(oracle, rows, cols, qis, "occupation", 4)
+        tl = time.perf_counter() - t
+        print(f"| {n:,} | {ta:.2f} | {tl:.2f} | {tl / ta:.1f}x | {r.buckets} | {nb} |")
+
+
+def _literal(oracle, rows, cols, dims, sensitive, l) -> int:
+    n = len(rows)
+    ranks = {d: {v: i for i, v in enumerate(sorted({r[d] for r in rows}))} for d in dims}
+    spans = {d: max(1, len(ranks[d]) - 1) for d in dims}
+    bucket = [0] * n
+    queue, final, next_id = [0], [], 1
+    members = {0: list(range(n))}
+    while queue:
+        b = queue.pop(0)
+        idx = members[b]
+        if len(idx) < 2 * l:
+            final.append(b)
+            continue
+        d = max(dims, key=lambda a: (max(ranks[a][rows[i][a]] for i in idx) - min(ranks[a][rows[i][a]] for i in idx))
+                / spans[a])
+        order = sorted(idx, key=lambda i: ranks[d][rows[i][d]])
+        left, right = order[:len(order) // 2], order[len(order) // 2:]
+        trial = bucket[:]
+        for i in right:
+            trial[i] = next_id
+        if oracle.is_l_diverse(rows, cols, sensitive, trial, l):
+            bucket = trial
+            members[b], members[next_id] = left, right
+            queue += [b, next_id]
+            next_id += 1
+        else:
+            final.append(b)
+    return len(set(bucket))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("adult")
+    a.add_argument("--repeat", type=int, default=3)
+    s = sub.add_parser("scale")
+    s.add_argument("--rows", type=int, nargs="+", default=[1000, 10000, 30000, 100000])
+    o = sub.add_parser("scale-one")
+    o.add_argument("--one", type=int, required=True)
+    p = sub.add_parser("peer")
+    p.add_argument("--rows", type=int, nargs="+", default=[300, 1000])
+    args = ap.parse_args()
+    {"adult": cmd_adult, "scale": cmd_scale, "scale-one": cmd_scale_one, "peer": cmd_peer}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()
