@@ -9,7 +9,10 @@ and V_s. Three answers:
 * :func:`anatomy_estimate` - on an Anatomy QIT/ST pair: sum over groups G of (#QIT rows of G
   matching the QI predicates) * (ST counts of G for V_s) / |G|;
 * :func:`generalized_estimate` - on a generalized (Mondrian) release, under the uniform assumption:
-  sum over released rows t with t[S] in V_s of prod_j |V_j ∩ R_j(t)| / |R_j(t)|.
+  sum over released rows t with t[S] in V_s of prod_j |V_j ∩ R_j(t)| / |R_j(t)|;
+* :func:`sliced_estimate` - on a sliced release (column tables): sum over buckets B of
+  |B| * prod over the asked columns i of A_i / |B|, A_i = the rows of column i in B that satisfy
+  the query's predicates on that column's attributes (the sensitive attribute is one of them).
 
 :func:`workload` draws random queries as in 6.4 and :func:`query_error` gives the average relative
 error rho = mean(|est - act| / act) * 100.
@@ -41,6 +44,7 @@ from .engine import Engine, connect
 from .errors import InfeasibleError, InputError
 from .hierarchy import EnumeratedHierarchy, Hierarchy
 from .schema import is_numeric_type, split_list, validate_roles
+from .sqlgen import ident
 
 _INT_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
               "UBIGINT", "UHUGEINT")
@@ -109,6 +113,22 @@ def generalized_estimates(engine: Engine | Any, release: str, queries: Sequence[
     with eng.scratch("query") as s:
         pieces = _load_pieces(eng, s, queries, sensitive)
         return _generalized(eng, s, release, pieces, queries, sensitive, hierarchies)
+
+
+def sliced_estimate(engine: Engine | Any, columns: Sequence[str], query: Query, sensitive: str | None) -> float:
+    """The estimate of ``query`` on a sliced release given by its column tables."""
+    return sliced_estimates(engine, columns, [query], sensitive)[0]
+
+
+def sliced_estimates(engine: Engine | Any, columns: Sequence[str], queries: Sequence[Query],
+                     sensitive: str | None) -> list[float]:
+    """Estimates of a batch of queries on a sliced release: ``columns`` names its column tables
+    (each with ``bucket_id`` and its attributes, e.g. ``SlicingResult.tables``); two statements."""
+    eng = connect(engine)
+    queries = _check_queries(queries, sensitive)
+    with eng.scratch("query") as s:
+        pieces = _load_pieces(eng, s, queries, sensitive)
+        return _sliced(eng, columns, pieces, queries, sensitive)
 
 
 def workload(engine: Engine | Any, source: str, qi: str | Iterable[str], sensitive: str, n: int = 1000,
@@ -201,11 +221,13 @@ def workload(engine: Engine | Any, source: str, qi: str | Iterable[str], sensiti
 
 def query_error(engine: Engine | Any, source: str, queries: Sequence[Query], *, qit: str | None = None,
                 st: str | None = None, release: str | None = None, sensitive: str | None,
-                hierarchies: dict[str, Hierarchy] | None = None) -> dict[str, Any]:
+                hierarchies: dict[str, Hierarchy] | None = None,
+                columns: Sequence[str] | None = None) -> dict[str, Any]:
     """The relative error of the estimates from a release against the true counts on ``source``.
 
-    Give either ``qit`` and ``st`` (Anatomy) or ``release`` (a generalized table; ``hierarchies``
-    for its hierarchy-node labels). Returns ``rho`` = mean(|est - act| / act) * 100 (percent)
+    Give one release: ``qit`` and ``st`` (Anatomy), ``release`` (a generalized table;
+    ``hierarchies`` for its hierarchy-node labels) or ``columns`` (a sliced release's column
+    tables). Returns ``rho`` = mean(|est - act| / act) * 100 (percent)
     over the queries with act > 0, ``median`` (percent), ``max`` (percent), ``queries`` (all),
     ``used`` (act > 0), ``dropped`` (act = 0), and per query ``actual``, ``estimated`` and
     ``errors`` (percent, None where act = 0). Three statements plus the scratch table's drop
@@ -213,12 +235,13 @@ def query_error(engine: Engine | Any, source: str, queries: Sequence[Query], *, 
     """
     eng = connect(engine)
     anat = qit is not None or st is not None
-    if anat and release is not None:
-        raise InputError("give either qit and st (an Anatomy release) or release (a generalized one), not both")
+    if sum((anat, release is not None, columns is not None)) > 1:
+        raise InputError("give one release: qit and st (Anatomy), release (a generalized table) or columns "
+                         "(a sliced release's column tables), not several")
     if anat and (qit is None or st is None):
         raise InputError("an Anatomy release needs both qit and st")
-    if not anat and release is None:
-        raise InputError("give qit and st (an Anatomy release) or release (a generalized one)")
+    if not anat and release is None and columns is None:
+        raise InputError("give qit and st (an Anatomy release), release (a generalized one) or columns (a sliced one)")
     if anat and not sensitive:
         raise InputError("an Anatomy release needs the sensitive attribute")
     queries = _check_queries(queries, sensitive)
@@ -227,6 +250,8 @@ def query_error(engine: Engine | Any, source: str, queries: Sequence[Query], *, 
         act = _true(eng, source, pieces, queries, sensitive)
         if anat:
             est = _anatomy(eng, qit, st, pieces, queries, sensitive)  # type: ignore[arg-type]
+        elif columns is not None:
+            est = _sliced(eng, columns, pieces, queries, sensitive)
         else:
             est = _generalized(eng, s, release, pieces, queries, sensitive, hierarchies)  # type: ignore[arg-type]
     errors = [abs(e - a) / a * 100 if a > 0 else None for a, e in zip(act, est)]
@@ -393,6 +418,36 @@ def _anatomy(eng: Engine, qit: str, st: str, pieces: str, queries: list[Query], 
     cols = [{"name": c, "kind": _kind(qtypes[c])} for c in names]
     scol = {"name": sensitive, "kind": _kind(stypes[sensitive])}
     rows = eng.fetch_rows(eng.render("query_anatomy.sql.j2", qit=qit, st=st, cols=cols, scol=scol, pieces=pieces,
+                                     n=len(queries)))[1]
+    return [float(r[1]) for r in rows]
+
+
+def _sliced(eng: Engine, columns: Sequence[str], pieces: str, queries: list[Query], sensitive: str | None
+            ) -> list[float]:
+    if isinstance(columns, str) or not columns:
+        raise InputError("columns must list the column tables of the sliced release")
+    asked = _used_columns(queries) + ([sensitive] if sensitive and any(_has_values(q.sensitive) for q in queries)
+                                      else [])
+    owner: dict[str, tuple[int, str]] = {}
+    tables = []
+    for i, t in enumerate(columns):
+        types = _need(eng, t, ["bucket_id"], "column table")
+        for c in types:
+            if c in ("bucket_id", "row_in_bucket"):
+                continue
+            if c in owner:
+                raise InputError(f"attribute {c!r} is in two column tables, {owner[c][1]!r} and {t!r}")
+            owner[c] = (i, t)
+        cols = [{"name": c, "kind": _kind(types[c])} for c in asked if c in types]
+        if cols:
+            tables.append({"name": t, "i": i, "cols": cols})
+    for c in asked:
+        if c not in owner:
+            raise InputError(f"attribute {c!r} is in none of the column tables {', '.join(map(repr, columns))}")
+    if not tables:  # no predicates at all: every query counts the table
+        n = eng.scalar(f"SELECT count(*) FROM {ident(columns[0])}")
+        return [float(n)] * len(queries)
+    rows = eng.fetch_rows(eng.render("query_sliced.sql.j2", tables=tables, first=columns[0], pieces=pieces,
                                      n=len(queries)))[1]
     return [float(r[1]) for r in rows]
 

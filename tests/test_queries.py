@@ -393,7 +393,7 @@ def test_workload_errors(engine):
 def test_query_error_inputs(engine):
     survey_tables(engine)
     q = Query({"age": {38}}, {"Heart"})
-    with pytest.raises(InputError, match="not both"):
+    with pytest.raises(InputError, match="give one release.*not several"):
         query_error(engine, "t3", [q], qit="a_qit", st="a_st", release="gen", sensitive="disease")
     with pytest.raises(InputError, match="both qit and st"):
         query_error(engine, "t3", [q], qit="a_qit", sensitive="disease")
