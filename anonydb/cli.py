@@ -32,7 +32,47 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--supersets", choices=("subsets", "rollup"), default="subsets",
                    help="natural supersets for (n,t)-closeness: every QI subset, or QI prefixes")
     g.add_argument("--alpha", type=float, help="with --k: (alpha,k)-anonymity, no value above alpha in a group")
-    g.add_argument("--delta", type=float, help="delta-disclosure: |ln(p(E,s)/p(T,s))| < delta")
+    g.add_argument("--delta", type=_delta_arg, metavar="DELTA|MIN,MAX",
+                   help="delta-disclosure: |ln(p(E,s)/p(T,s))| < DELTA; with --public: delta-presence, every "
+                        "public individual's presence probability within [MIN, MAX]")
+    g.add_argument("--public", metavar="TABLE|FILE",
+                   help="delta-presence: the public table the private one (the source) is drawn from")
+    g.add_argument("--key", help="delta-presence: a column identifying a person in both tables (default: match "
+                                 "rows on their QI values)")
+
+
+def _export(engine, table: str, path: str) -> None:
+    """Write ``table`` (a table or view) to a .csv or .parquet file."""
+    from .sqlgen import ident, literal
+
+    fmt = "PARQUET" if str(path).lower().endswith(".parquet") else "CSV, HEADER"
+    engine.execute(f"COPY (SELECT * FROM {ident(table)}) TO {literal(str(path))} (FORMAT {fmt})")
+
+
+def _delta_arg(text: str):
+    """--delta: one number (delta-disclosure) or 'min,max' (delta-presence, kept as text)."""
+    if "," in text:
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'min,max', got {text!r}") from None
+
+
+def _presence_args(args: argparse.Namespace) -> bool:
+    """Whether the call asks for delta-presence (--public); checks the options fit."""
+    if args.public is None:
+        if isinstance(args.delta, str):
+            raise InputError("--delta MIN,MAX is delta-presence: give the public table with --public")
+        if args.key:
+            raise InputError("--key belongs to delta-presence (--public)")
+        return False
+    if not isinstance(args.delta, str):
+        raise InputError("--public asks for delta-presence: give --delta MIN,MAX (e.g. --delta 0.05,0.15)")
+    others = [f"--{n}" for n in ("k", "l", "t", "n", "alpha", "c") if getattr(args, n, None) is not None]
+    if others:
+        raise InputError(f"delta-presence (--public) is checked on its own; drop {', '.join(others)}")
+    return True
 
 
 def _int_if_whole(x: float | None):
@@ -134,7 +174,18 @@ def _check(args: argparse.Namespace) -> int:
 
     hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
     kinds = {c: "numeric" for c in split_list(args.numeric, "--numeric")}
+    presence = _presence_args(args)
     engine = DuckDBEngine(args.db)
+    if presence:
+        from .presence import check_presence
+
+        try:
+            report = check_presence(args.source, args.public, args.qi, delta=args.delta, engine=engine,
+                                    hierarchies=hierarchies, max_groups=args.max_groups)
+        finally:
+            engine.close()
+        print(report.to_json() if args.json else report.format())
+        return 0 if report.holds else 1
     try:
         report = check(
             args.source, args.qi, args.sensitive, engine=engine, hierarchies=hierarchies, kinds=kinds,
@@ -156,7 +207,6 @@ def _anonymize(args: argparse.Namespace) -> int:
     from .hierarchy import parse_hierarchy_arg
     from .methods import anonymize
     from .schema import split_list
-    from .sqlgen import ident, literal
 
     hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
     kinds = {c: "numeric" for c in split_list(args.numeric, "--numeric")}
@@ -174,6 +224,8 @@ def _anonymize(args: argparse.Namespace) -> int:
         raise InputError(f"{', '.join(slicing_only)} belong to --method slicing")
     if args.membership and args.method not in ("slicing", "anatomy"):
         raise InputError("--membership belongs to --method slicing or anatomy")
+    if _presence_args(args):
+        return _presence(args, hierarchies)
     engine = DuckDBEngine(args.db)
     if args.method == "slicing":
         return _slicing(args, engine, hierarchies)
@@ -192,8 +244,7 @@ def _anonymize(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(file=sys.stderr)
         if args.export:
-            fmt = "PARQUET" if args.export.lower().endswith(".parquet") else "CSV, HEADER"
-            engine.execute(f"COPY {ident(args.out)} TO {literal(args.export)} (FORMAT {fmt})")
+            _export(engine, args.out, args.export)
     finally:
         engine.close()
     if args.json:
@@ -218,10 +269,7 @@ def _fulldomain(args: argparse.Namespace, engine, hierarchies) -> int:
                        l_variant=args.l_variant, c=args.c, t=args.t, distance=args.distance, alpha=args.alpha,
                        delta=args.delta, reference=args.reference)
         if args.export:
-            from .sqlgen import ident, literal
-
-            fmt = "PARQUET" if args.export.lower().endswith(".parquet") else "CSV, HEADER"
-            engine.execute(f"COPY {ident(args.out)} TO {literal(args.export)} (FORMAT {fmt})")
+            _export(engine, args.out, args.export)
     finally:
         engine.close()
     if args.json:
@@ -229,6 +277,33 @@ def _fulldomain(args: argparse.Namespace, engine, hierarchies) -> int:
         print(json.dumps({"levels": [r.levels[q] for q in qi], "qi": qi, "metric": args.metric, "value": r.metric,
                           "metrics": r.metrics, "suppressed": r.suppressed, "rows": r.rows, "classes": r.classes,
                           "minimal": r.minimal, "checked": r.checked, "lattice": r.lattice, "seconds": r.seconds,
+                          "verification": r.report.to_dict()}, indent=2, default=str))
+    else:
+        print(r.format())
+    return 0
+
+
+def _presence(args: argparse.Namespace, hierarchies) -> int:
+    import json
+
+    from .engine import DuckDBEngine
+    from .methods.presence import presence_anonymize
+
+    if args.method not in ("fulldomain", "mondrian"):
+        raise InputError("delta-presence (--public) anonymizes with --method fulldomain (SPALM) or mondrian (MPALM)")
+    engine = DuckDBEngine(args.db)
+    try:
+        r = presence_anonymize(args.source, args.public, args.qi, delta=args.delta, out=args.out, engine=engine,
+                               method=args.method, hierarchies=hierarchies, key=args.key, metric=args.metric,
+                               relaxed=args.relaxed, categorical=args.categorical, seed=args.seed,
+                               replace=args.replace)
+        if args.export:
+            _export(engine, args.out, args.export)
+    finally:
+        engine.close()
+    if args.json:
+        print(json.dumps({"table": r.table, "method": r.method, "rows": r.rows, "public_rows": r.public_rows,
+                          "classes": r.classes, "levels": r.levels, "seconds": r.seconds,
                           "verification": r.report.to_dict()}, indent=2, default=str))
     else:
         print(r.format())
@@ -263,10 +338,7 @@ def _slicing(args: argparse.Namespace, engine, hierarchies) -> int:
                     membership=args.membership)
         m = r.membership
         if args.export:
-            from .sqlgen import ident, literal
-
-            fmt = "PARQUET" if args.export.lower().endswith(".parquet") else "CSV, HEADER"
-            engine.execute(f"COPY (SELECT * FROM {ident(r.view)}) TO {literal(args.export)} (FORMAT {fmt})")
+            _export(engine, r.view, args.export)
     finally:
         engine.close()
     if args.json:
@@ -287,7 +359,6 @@ def _anatomy(args: argparse.Namespace, engine) -> int:
     from pathlib import Path
 
     from .methods import anatomy
-    from .sqlgen import ident, literal
 
     others = [f"--{n.replace('_', '-')}" for n in ("k", "t", "n", "alpha", "delta", "hierarchy", "identifiers")
               if getattr(args, n)]
@@ -311,10 +382,8 @@ def _anatomy(args: argparse.Namespace, engine) -> int:
                                          args.sensitive, seed=args.seed)
         if args.export:  # PATH.csv -> PATH_qit.csv and PATH_st.csv
             path = Path(args.export)
-            fmt = "PARQUET" if path.suffix.lower() == ".parquet" else "CSV, HEADER"
             for table, part in ((result.qit, "qit"), (result.st, "st")):
-                target = str(path.with_name(f"{path.stem}_{part}{path.suffix}"))
-                engine.execute(f"COPY {ident(table)} TO {literal(target)} (FORMAT {fmt})")
+                _export(engine, table, str(path.with_name(f"{path.stem}_{part}{path.suffix}")))
     finally:
         engine.close()
     if args.json:

@@ -7,9 +7,10 @@ from .k_anonymity import KAnonymity
 from .l_diversity import VARIANTS as L_VARIANTS
 from .l_diversity import LDiversity
 from .nt_closeness import NTCloseness
+from .presence import DeltaPresence
 from .t_closeness import DISTANCES, TCloseness
 
 __all__ = [
-    "AlphaKAnonymity", "DISTANCES", "DeltaDisclosure", "GroupContext", "GroupViolation", "KAnonymity",
+    "AlphaKAnonymity", "DISTANCES", "DeltaDisclosure", "DeltaPresence", "GroupContext", "GroupViolation", "KAnonymity",
     "LDiversity", "L_VARIANTS", "Model", "NTCloseness", "TCloseness", "Verdict",
 ]

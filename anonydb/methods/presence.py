@@ -1,0 +1,127 @@
+"""delta-presence anonymization against a public table [Nergiz & Clifton; spec-presence-survey 1.3,
+1.8; survey Table IV (SPALM, MPALM)].
+
+The public table P is flagged with membership in the private table T (:func:`anonydb.presence.
+flag_public`), and an existing anonymizer runs over P with the flag as the "sensitive" attribute
+and the delta-presence model, which judges each class of P* by n_T / n_P (exact):
+
+* ``method="fulldomain"`` (SPALM-like): the optimal full-domain search of
+  :mod:`anonydb.methods.fulldomain`; delta-presence is anti-monotone (Theorem 1), so the search
+  prunes with it, and the minimum-``metric`` satisfying level vector is returned;
+* ``method="mondrian"`` (MPALM-like): :mod:`anonydb.methods.mondrian` cuts P's regions while every
+  half stays delta-present (unions of delta-present regions are delta-present).
+
+The release holds only T's rows, generalized the way their P partners were (QI labels, Mondrian's
+``_lo``/``_hi`` and ``eq_class``), with T's other columns beside. Before anything is written, the
+top-node test says at once when |T|/|P| lies outside delta, and the release is re-checked from
+scratch by :func:`anonydb.presence.check_presence` (P mapped onto the released classes).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ..engine import Engine, connect
+from ..errors import AnonyDBError, InputError
+from ..hierarchy import Hierarchy
+from ..models.presence import DeltaPresence, parse_delta
+from ..presence import FLAG, check_presence, flag_public, need_qis, require_feasible
+from ..schema import split_list
+from ..sources import open_source
+from ..sqlgen import ident
+from .anatomy import _stage_name
+from .mondrian import _fmt, _row_ids, _swap
+
+
+@dataclass
+class PresenceResult:
+    table: str
+    method: str
+    rows: int  # private rows released
+    public_rows: int
+    classes: int  # classes of P*
+    achieved: tuple[Any, Any]  # (min, max) presence over the classes of P*
+    seconds: float
+    levels: dict[str, int] | None  # full-domain: the level vector
+    report: Any  # the re-check of the release (anonydb.checker.Report)
+
+    def format(self) -> str:
+        lv = f"; levels [{', '.join(f'{q}={v}' for q, v in self.levels.items())}]" if self.levels else ""
+        return (f"delta-presence ({self.method}): {self.rows} private rows released in {self.table} "
+                f"({self.classes} classes of the {self.public_rows}-row public table{lv}) in {self.seconds:.2f} s\n"
+                f"  verified: presence in [{_fmt(self.achieved[0])}, {_fmt(self.achieved[1])}] for every public row")
+
+
+def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, delta: Any, out: str,
+                       engine: Engine | Any = None, method: str = "fulldomain",
+                       hierarchies: dict[str, Hierarchy] | None = None, key: str | None = None,
+                       metric: str = "dm", relaxed: bool = False, categorical: str = "hierarchy", seed: int = 0,
+                       replace: bool = False) -> PresenceResult:
+    """Release ``private`` (T) generalized so that it is delta-present with respect to ``public`` (P).
+
+    ``key``: a column both tables share that identifies a person (else rows are matched on their
+    QI values). ``hierarchies``: per QI (all of them for ``fulldomain``; categorical ones for
+    Mondrian's hierarchy cuts). ``metric``: the full-domain optimum's metric (over P*).
+    """
+    t0 = time.perf_counter()
+    eng = connect(engine)
+    qi_cols = split_list(qi, "quasi-identifiers")
+    model = DeltaPresence(delta)
+    dmin, dmax = parse_delta(delta)
+    if method not in ("fulldomain", "mondrian"):
+        raise InputError(f"method must be 'fulldomain' (SPALM) or 'mondrian' (MPALM), got {method!r}")
+    if not isinstance(out, str) or not out:
+        raise InputError("out must name the release table")
+    if eng.exists(out) and not replace:
+        raise InputError(f"{out!r} already exists; choose another name or pass replace=True")
+    hierarchies = dict(hierarchies or {})
+    stage = None
+    with eng.scratch("presence_anon") as s:
+        priv = open_source(eng, private, scratch=s)
+        pub = open_source(eng, public, scratch=s)
+        tcols, _ = need_qis(eng, priv, pub, qi_cols, f"the private table {private}", f"the public table {public}")
+        flagged, n_t, n_p = flag_public(eng, s, priv, pub, qi_cols, key)
+        require_feasible(n_t, n_p, (dmin, dmax))
+        work = s.name()
+        levels = None
+        if method == "fulldomain":
+            from .fulldomain import fulldomain
+
+            r = fulldomain(flagged, qi_cols, FLAG, hierarchies=hierarchies, out=work, engine=eng, metric=metric,
+                           models=[model], seed=seed)
+            levels = dict(r.levels)
+        else:
+            from .mondrian import anonymize
+
+            anonymize(flagged, qi_cols, FLAG, out=work, engine=eng, models=[model], hierarchies=hierarchies,
+                      relaxed=relaxed, categorical=categorical, seed=seed)
+        # the release: the private rows only, with their generalized QIs and T's other columns
+        wcols = [c for c, _ in eng.columns(work) if c not in (FLAG, "private_rid")]
+        others = [c for c in tcols if c not in qi_cols and c not in wcols]
+        tbase, trid = _row_ids(eng, s, priv)
+        tr = "rowid" if trid == "rowid" else ident(trid)
+        stage = _stage_name(eng, out)
+        try:
+            eng.create_table_as(stage, f"SELECT {', '.join('w.' + ident(c) for c in wcols)}"
+                                       f"{''.join(', t.' + ident(c) for c in others)} FROM {ident(work)} AS w "
+                                       f"JOIN {ident(tbase)} AS t ON CAST(t.{tr} AS BIGINT) = w.private_rid "
+                                       f"WHERE w.{ident(FLAG)} = 1")
+            released = int(eng.scalar(f"SELECT count(*) FROM {ident(stage)}"))
+            if released != n_t:
+                raise AnonyDBError(f"internal error: the release holds {released} rows, the private table {n_t}")
+            report = check_presence(stage, pub, qi_cols, delta=(dmin, dmax), engine=eng, hierarchies=hierarchies,
+                                    max_groups=3)
+            v = report.verdicts[0]
+            if not v.holds:
+                raise AnonyDBError(f"verification failed: delta-presence does not hold on the release "
+                                   f"({v.violating_groups} of {v.groups} classes violate); nothing was written")
+            _swap(eng, stage, out, False)
+            stage = None
+        finally:
+            if stage is not None and eng.exists(stage):
+                eng.drop(stage)
+    return PresenceResult(table=out, method=method, rows=n_t, public_rows=n_p, classes=v.groups,
+                          achieved=(v.achieved["delta_min"], v.achieved["delta_max"]),
+                          seconds=time.perf_counter() - t0, levels=levels, report=report)

@@ -1,0 +1,168 @@
+"""delta-presence checks against a public table [Nergiz & Clifton Def 7, Eq. 1; spec-presence-survey
+1.2-1.4, 1.10].
+
+:func:`check_presence` maps the public table P onto the classes of a release T* (the same
+mapping, Def 4: a P row belongs to the class whose labels cover its values; Mondrian's regions
+by their ``<qi>_lo``/``<qi>_hi`` bounds, a range join; hierarchy nodes through the hierarchy;
+value sets ``{a, b}``; ``*``), then judges the classes of P* with the delta-presence model
+(:class:`anonydb.models.DeltaPresence`, exact rational comparisons) through :func:`anonydb.check`:
+per class n_T / n_P in [delta_min, delta_max]. P rows no class covers form the class ``class_id
+= 0`` with presence 0 (they are not in T, and an adversary learns as much). Preconditions, checked
+with the offending rows named: T* within P (no class holds more T* rows than P rows), and the
+classes do not overlap (no P row covered twice).
+
+:func:`flag_public` marks the rows of P that are in T (by a shared key, or by matching QI tuples:
+which of several identical public rows is the member does not change any presence), for the
+anonymizers (:mod:`anonydb.methods.presence`), and :func:`fast_infeasible` is the top-node test:
+if |T|/|P| lies outside [delta_min, delta_max], no generalization can be delta-present.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Iterable
+
+from .checker import Report, check
+from .engine import Engine, connect
+from .errors import InfeasibleError, InputError
+from .hierarchy import Hierarchy
+from .models.presence import DeltaPresence, parse_delta
+from .schema import split_list
+from .sources import open_source
+from .sqlgen import ident
+
+#: the flag column of the flagged public table (1 = the row is in the private table)
+FLAG = "in_private"
+
+
+def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta: Any, engine: Engine | Any = None,
+                   hierarchies: dict[str, Hierarchy] | None = None, max_groups: int = 20) -> Report:
+    """Check that ``release`` (T*, or the private table itself) is delta-present with respect to
+    ``public`` (P); ``delta`` = (delta_min, delta_max). Returns the check's report: the model's
+    verdict with the achieved (min, max) presence and the violating classes, plus ``uncovered``
+    (P rows in no class) in the verdict's note."""
+    eng = connect(engine)
+    qi_cols = split_list(qi, "quasi-identifiers")
+    model = DeltaPresence(delta)
+    hierarchies = dict(hierarchies or {})
+    with eng.scratch("presence") as s:
+        rel = open_source(eng, release, scratch=s)
+        pub = open_source(eng, public, scratch=s)
+        rcols, _ = need_qis(eng, rel, pub, qi_cols, f"the release {release}", f"the public table {public}")
+        for attr in hierarchies:
+            if attr not in qi_cols:
+                raise InputError(f"a hierarchy is given for {attr!r}, which is not a quasi-identifier")
+        from .methods.mondrian import _row_ids
+
+        pbase, prid = _row_ids(eng, s, pub)
+        qis = []
+        for c in qi_cols:
+            lo, hi = f"{c}_lo", f"{c}_hi"
+            if lo in rcols and hi in rcols:
+                qis.append({"name": c, "mode": "range", "lo": lo, "hi": hi, "hier": None})
+            else:
+                hq = None
+                if c in hierarchies:
+                    hq = s.name()
+                    hierarchies[c].materialize(eng, hq, pbase, c)
+                qis.append({"name": c, "mode": "label", "lo": None, "hi": None, "hier": hq})
+        mapped = s.table(eng.render("presence_map.sql.j2", release=rel, public=pbase,
+                                    prid="rowid" if prid == "rowid" else ident(prid), qis=qis))
+        over = eng.fetch_rows(f"SELECT count(*) FROM {ident(mapped)} WHERE covers > 1")[1][0][0]
+        if over:
+            raise InputError(f"{over} public rows fall in more than one class of {release}: the release's classes "
+                             f"overlap (delta-presence needs a non-overlapping generalization, Def 3)")
+        bad = eng.fetch_rows(f"SELECT DISTINCT {', '.join(ident(c) for c in qi_cols)}, _adb_nt, _adb_np FROM "
+                             f"{ident(mapped)} WHERE _adb_nt > _adb_np LIMIT 5")[1]
+        no_class = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}") or 0) - int(
+            eng.scalar(f"SELECT coalesce(sum(member), 0) FROM {ident(mapped)}"))
+        if bad or no_class > 0:
+            shown = "; ".join(f"{dict(zip(qi_cols, r[:-2]))}: {r[-2]} private vs {r[-1]} public rows" for r in bad)
+            raise InputError(f"the private table is not within the public table {public}"
+                             + (f": classes with more private than public rows: {shown}" if bad else
+                                f": {no_class} private rows match no public row"))
+        uncovered = int(eng.scalar(f"SELECT count(*) FROM {ident(mapped)} WHERE class_id = 0"))
+        report = check(mapped, ["class_id"] + qi_cols, "member", models=[model], engine=eng, max_groups=max_groups)
+    v = report.verdicts[0]
+    if uncovered:
+        v.note = (v.note + "; " if v.note else "") + (
+            f"{uncovered} public rows are covered by no released class (presence 0, class_id 0)")
+    return report
+
+
+def need_qis(eng: Engine, first: str, second: str, qi: list[str], first_name: str, second_name: str
+             ) -> tuple[dict[str, str], dict[str, str]]:
+    """The columns of both relations; InputError naming a QI missing from either."""
+    a, b = dict(eng.columns(first)), dict(eng.columns(second))
+    if not qi:
+        raise InputError("at least one quasi-identifier is needed (--qi)")
+    for c in qi:
+        for cols, what in ((a, first_name), (b, second_name)):
+            if c not in cols:
+                raise InputError(f"column {c!r} not found in {what}; its columns are: {', '.join(cols)}")
+    return a, b
+
+
+def fast_infeasible(n_private: int, n_public: int, delta: Any) -> str:
+    """'' when |T|/|P| lies in [delta_min, delta_max]; else why no generalization can work."""
+    dmin, dmax = parse_delta(delta)
+    share = Fraction(n_private, n_public) if n_public else Fraction(0)
+    if dmin <= share <= dmax:
+        return ""
+    return (f"|T|/|P| = {n_private}/{n_public} = {float(share):.6g} lies outside [{float(dmin):g}, {float(dmax):g}]: "
+            f"the most general release gives everyone exactly this presence, and generalizing only narrows the "
+            f"range of presences (Theorem 1), so no generalization is delta-present")
+
+
+def flag_public(eng: Engine, s: Any, private: str, public: str, qi: list[str], key: str | None = None
+                ) -> tuple[str, int, int]:
+    """The public table's QI columns with ``in_private`` (1/0) and ``private_rid`` (the matched
+    private row's id, NULL for others). Returns (table, |T|, |P|). Raises InputError, with
+    example rows, when a private row has no public partner."""
+    from .methods.mondrian import _row_ids
+
+    tbase, trid = _row_ids(eng, s, private)
+    pbase, prid = _row_ids(eng, s, public)
+    tr = "rowid" if trid == "rowid" else ident(trid)
+    pr = "rowid" if prid == "rowid" else ident(prid)
+    q = ", ".join(ident(c) for c in qi)
+    if key is not None:
+        for rel, what in ((tbase, "private"), (pbase, "public")):
+            if key not in dict(eng.columns(rel)):
+                raise InputError(f"key column {key!r} not found in the {what} table")
+        pairs = (f"SELECT CAST(t.{tr} AS BIGINT) AS trid, CAST(p.{pr} AS BIGINT) AS prid FROM {ident(tbase)} AS t "
+                 f"JOIN {ident(pbase)} AS p ON p.{ident(key)} = t.{ident(key)}")
+        clash = eng.fetch_rows(
+            f"SELECT t.{ident(key)} FROM {ident(tbase)} AS t JOIN {ident(pbase)} AS p ON p.{ident(key)} = t.{ident(key)} "
+            f"WHERE " + " OR ".join(f"t.{ident(c)} IS DISTINCT FROM p.{ident(c)}" for c in qi) + " LIMIT 5")[1]
+        if clash:
+            raise InputError(f"private and public rows with the same {key!r} differ in their QI values "
+                             f"(e.g. {key} = {', '.join(repr(r[0]) for r in clash)})")
+    else:
+        number = "row_number() OVER (PARTITION BY {q} ORDER BY {r})"
+        pairs = (f"SELECT t.trid, p.prid FROM (SELECT CAST({tr} AS BIGINT) AS trid, {q}, "
+                 f"{number.format(q=q, r=tr)} AS k FROM {ident(tbase)}) AS t "
+                 f"JOIN (SELECT CAST({pr} AS BIGINT) AS prid, {q}, {number.format(q=q, r=pr)} AS k "
+                 f"FROM {ident(pbase)}) AS p ON p.k = t.k AND "
+                 + " AND ".join(f"p.{ident(c)} IS NOT DISTINCT FROM t.{ident(c)}" for c in qi))
+    pairs_t = s.table(pairs)
+    n_t = int(eng.scalar(f"SELECT count(*) FROM {ident(tbase)}"))
+    n_p = int(eng.scalar(f"SELECT count(*) FROM {ident(pbase)}"))
+    matched = int(eng.scalar(f"SELECT count(DISTINCT trid) FROM {ident(pairs_t)}"))
+    if matched < n_t:
+        lost = eng.fetch_rows(f"SELECT {q} FROM {ident(tbase)} WHERE CAST({tr} AS BIGINT) NOT IN "
+                              f"(SELECT trid FROM {ident(pairs_t)}) LIMIT 5")[1]
+        shown = "; ".join(str(dict(zip(qi, r))) for r in lost)
+        raise InputError(f"the private table is not within the public table: {n_t - matched} private rows have no "
+                         f"public partner" + (f" by {key!r}" if key else " with the same QI values")
+                         + f", e.g. {shown}")
+    flagged = s.table(f"SELECT {', '.join('p.' + ident(c) for c in qi)}, "
+                      f"CASE WHEN m.trid IS NULL THEN 0 ELSE 1 END AS {FLAG}, m.trid AS private_rid "
+                      f"FROM {ident(pbase)} AS p LEFT JOIN {ident(pairs_t)} AS m ON m.prid = CAST(p.{pr} AS BIGINT)")
+    return flagged, n_t, n_p
+
+
+def require_feasible(n_t: int, n_p: int, delta: Any) -> None:
+    why = fast_infeasible(n_t, n_p, delta)
+    if why:
+        raise InfeasibleError(f"delta-presence with delta = {delta!r} is infeasible: {why}")
