@@ -39,6 +39,13 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    help="delta-presence: the public table the private one (the source) is drawn from")
     g.add_argument("--key", help="delta-presence: a column identifying a person in both tables (default: match "
                                  "rows on their QI values)")
+    g.add_argument("--confidence", metavar="C",
+                   help="c-confident delta-presence: every released class is (MIN,MAX)-present with probability >= C, "
+                        "knowing only the population's per-attribute counts (--marginals, or those of --public)")
+    g.add_argument("--marginals", metavar="CSV",
+                   help="c-confident delta-presence: the population's counts, rows of attribute, value, count")
+    g.add_argument("--private", metavar="TABLE|FILE",
+                   help="c-confident check of a generalized release: the private table it was made from")
 
 
 def _export(engine, table: str, path: str) -> None:
@@ -60,7 +67,16 @@ def _delta_arg(text: str):
 
 
 def _presence_args(args: argparse.Namespace) -> bool:
-    """Whether the call asks for delta-presence (--public); checks the options fit."""
+    """Whether the call asks for delta-presence (--public, or --confidence); checks the options fit."""
+    if args.confidence is not None or args.marginals is not None or args.private is not None:
+        if args.confidence is None:
+            raise InputError("--marginals and --private belong to c-confident delta-presence (--confidence C)")
+        if not isinstance(args.delta, str):
+            raise InputError("--confidence needs --delta MIN,MAX")
+        if (args.marginals is None) == (args.public is None):
+            raise InputError("--confidence needs the population's counts: --marginals CSV or --public TABLE "
+                             "(one of them)")
+        return True
     if args.public is None:
         if isinstance(args.delta, str):
             raise InputError("--delta MIN,MAX is delta-presence: give the public table with --public")
@@ -168,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    import json
+
     from .engine import DuckDBEngine
     from .hierarchy import parse_hierarchy_arg
     from .schema import split_list
@@ -176,6 +194,18 @@ def _check(args: argparse.Namespace) -> int:
     kinds = {c: "numeric" for c in split_list(args.numeric, "--numeric")}
     presence = _presence_args(args)
     engine = DuckDBEngine(args.db)
+    if presence and args.confidence is not None:
+        from .presence_confident import check_confident
+
+        try:
+            with engine.scratch("cli") as s:
+                report = check_confident(args.source, qi=args.qi, delta=args.delta, c=args.confidence,
+                                         marginals=_marginals(engine, s, args), engine=engine,
+                                         hierarchies=hierarchies, private=args.private)
+        finally:
+            engine.close()
+        print(json.dumps(report.to_dict(), indent=2, default=str) if args.json else report.format())
+        return 0 if report.holds else 1
     if presence:
         from .presence import check_presence
 
@@ -283,11 +313,38 @@ def _fulldomain(args: argparse.Namespace, engine, hierarchies) -> int:
     return 0
 
 
+def _marginals(engine, s, args) -> dict[str, str]:
+    """Per QI a (value, count) relation: from --marginals (attribute, value, count) or --public."""
+    from .presence_confident import population_marginals
+    from .schema import split_list
+    from .sources import open_source
+    from .sqlgen import ident, literal
+
+    qi = split_list(args.qi, "--qi")
+    if args.public is not None:
+        return population_marginals(engine, open_source(engine, args.public, scratch=s), qi,
+                                    prefix=s.name())
+    rel = open_source(engine, args.marginals, scratch=s)
+    cols = [c for c, _ in engine.columns(rel)]
+    if len(cols) != 3:
+        raise InputError(f"--marginals {args.marginals}: expected 3 columns (attribute, value, count), got "
+                         f"{', '.join(cols)}")
+    a, v, n = (ident(c) for c in cols)
+    out = {}
+    for q in qi:
+        out[q] = s.table(f"SELECT CAST({v} AS VARCHAR) AS value, CAST({n} AS BIGINT) AS {ident('count')} "
+                         f"FROM {ident(rel)} WHERE CAST({a} AS VARCHAR) = {literal(q)}")
+    return out
+
+
 def _presence(args: argparse.Namespace, hierarchies) -> int:
     import json
 
     from .engine import DuckDBEngine
     from .methods.presence import presence_anonymize
+
+    if args.confidence is not None:
+        return _sfalm(args, hierarchies)
 
     if args.method not in ("fulldomain", "mondrian"):
         raise InputError("delta-presence (--public) anonymizes with --method fulldomain (SPALM) or mondrian (MPALM)")
@@ -304,6 +361,36 @@ def _presence(args: argparse.Namespace, hierarchies) -> int:
     if args.json:
         print(json.dumps({"table": r.table, "method": r.method, "rows": r.rows, "public_rows": r.public_rows,
                           "classes": r.classes, "levels": r.levels, "seconds": r.seconds,
+                          "verification": r.report.to_dict()}, indent=2, default=str))
+    else:
+        print(r.format())
+    return 0
+
+
+def _sfalm(args: argparse.Namespace, hierarchies) -> int:
+    import json
+
+    from .engine import DuckDBEngine
+    from .methods.sfalm import confident_presence
+
+    if args.method != "fulldomain":
+        raise InputError("c-confident delta-presence (--confidence) anonymizes with --method fulldomain (SFALM)")
+    if args.metric not in ("dm", "loss"):
+        raise InputError("c-confident delta-presence ranks nodes by --metric loss (LM, the TR's) or dm")
+    engine = DuckDBEngine(args.db)
+    try:
+        with engine.scratch("cli") as s:
+            r = confident_presence(args.source, args.qi, delta=args.delta, c=args.confidence,
+                                   marginals=_marginals(engine, s, args), hierarchies=hierarchies, out=args.out,
+                                   engine=engine, metric="lm" if args.metric == "loss" else "dm",
+                                   replace=args.replace)
+        if args.export:
+            _export(engine, args.out, args.export)
+    finally:
+        engine.close()
+    if args.json:
+        print(json.dumps({"table": r.table, "levels": r.levels, "lm": r.lm, "dm": r.dm, "rows": r.rows,
+                          "classes": r.classes, "evaluated": r.evaluated, "lattice": r.lattice, "seconds": r.seconds,
                           "verification": r.report.to_dict()}, indent=2, default=str))
     else:
         print(r.format())

@@ -36,11 +36,13 @@ FLAG = "in_private"
 
 
 def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta: Any, engine: Engine | Any = None,
-                   hierarchies: dict[str, Hierarchy] | None = None, max_groups: int = 20) -> Report:
+                   hierarchies: dict[str, Hierarchy] | None = None, levels: dict[str, int] | None = None,
+                   max_groups: int = 20) -> Report:
     """Check that ``release`` (T*, or the private table itself) is delta-present with respect to
     ``public`` (P); ``delta`` = (delta_min, delta_max). Returns the check's report: the model's
     verdict with the achieved (min, max) presence and the violating classes, plus ``uncovered``
-    (P rows in no class) in the verdict's note."""
+    (P rows in no class) in the verdict's note. ``levels``: a full-domain release's level per QI
+    (needed only when a column's labels name nodes of several hierarchy levels)."""
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
     model = DeltaPresence(delta)
@@ -59,13 +61,14 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
         for c in qi_cols:
             lo, hi = f"{c}_lo", f"{c}_hi"
             if lo in rcols and hi in rcols:
-                qis.append({"name": c, "mode": "range", "lo": lo, "hi": hi, "hier": None})
+                qis.append({"name": c, "mode": "range", "lo": lo, "hi": hi, "hier": None, "level": None})
             else:
                 hq = None
                 if c in hierarchies:
                     hq = s.name()
                     hierarchies[c].materialize(eng, hq, pbase, c)
-                qis.append({"name": c, "mode": "label", "lo": None, "hi": None, "hier": hq})
+                qis.append({"name": c, "mode": "label", "lo": None, "hi": None, "hier": hq,
+                            "level": label_level(eng, rel, c, hq, (levels or {}).get(c))})
         mapped = s.table(eng.render("presence_map.sql.j2", release=rel, public=pbase,
                                     prid="rowid" if prid == "rowid" else ident(prid), qis=qis))
         over = eng.fetch_rows(f"SELECT count(*) FROM {ident(mapped)} WHERE covers > 1")[1][0][0]
@@ -88,6 +91,33 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
         v.note = (v.note + "; " if v.note else "") + (
             f"{uncovered} public rows are covered by no released class (presence 0, class_id 0)")
     return report
+
+
+def label_level(eng: Engine, release: str, column: str, hier: str | None, given: int | None = None) -> int | None:
+    """The hierarchy level ``column``'s labels are read at: ``given`` (a full-domain release's
+    level), else the one level all its labels are nodes of; None when no level holds them all
+    (no hierarchy, or Mondrian's cuts at several levels: a label is then matched at any level).
+    InputError when several levels hold them all (labels shared between levels are ambiguous)."""
+    if hier is None:
+        return None
+    if given is not None:
+        return int(given)
+    fits = [int(r[0]) for r in eng.fetch_rows(
+        f"SELECT h.h FROM (SELECT DISTINCT CAST({ident(column)} AS VARCHAR) AS lab FROM {ident(release)} "
+        f"WHERE {ident(column)} IS NOT NULL) AS l JOIN (SELECT DISTINCT h, node FROM {ident(hier)}) AS h "
+        f"ON h.node = l.lab GROUP BY h.h HAVING count(*) = (SELECT count(DISTINCT {ident(column)}) FROM "
+        f"{ident(release)}) ORDER BY 1")[1]]
+    if len(fits) > 1:  # several levels hold every label: fine if they read them alike
+        maps = {}
+        for h in fits:
+            maps[h] = frozenset(eng.fetch_rows(
+                f"SELECT node, leaf FROM {ident(hier)} WHERE h = {h} AND node IN (SELECT DISTINCT "
+                f"CAST({ident(column)} AS VARCHAR) FROM {ident(release)})")[1])
+        if len(set(maps.values())) == 1:
+            return fits[0]
+        raise InputError(f"the labels of {column!r} are nodes of hierarchy levels {', '.join(map(str, fits))} alike: "
+                         f"say which with levels={{{column!r}: ...}}")
+    return fits[0] if fits else None
 
 
 def need_qis(eng: Engine, first: str, second: str, qi: list[str], first_name: str, second_name: str

@@ -315,3 +315,17 @@ def test_readme_presence_commands_run(datasets, tmp_path, capsys):
     out = capsys.readouterr().out
     assert codes == [1, 0]  # the raw subset is not (0.05, 0.15)-present; the release is
     assert "achieved delta_min = 0" in out and "verified: presence in [1/20 (0.0500), 3/20 (0.1500)]" in out
+
+
+def test_readme_confident_command_runs(datasets, tmp_path, capsys):
+    import shlex
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## delta-presence", 1)[1].split("\n## ", 1)[0]
+    block = [b for b in section.split("```bash")[1:] if "--confidence" in b][0].split("```", 1)[0]
+    argv = shlex.split(block.replace("\\\n", " ").strip().replace("$A", str(datasets / "adult")))
+    assert argv[0] == "anonydb"
+    assert main(argv[1:] + ["--db", str(tmp_path / "c.duckdb")]) == 0
+    out = capsys.readouterr().out
+    assert "c-confident delta-presence (SFALM): 3016 rows" in out and "holds" in out

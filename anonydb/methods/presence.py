@@ -112,7 +112,7 @@ def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, de
             if released != n_t:
                 raise AnonyDBError(f"internal error: the release holds {released} rows, the private table {n_t}")
             report = check_presence(stage, pub, qi_cols, delta=(dmin, dmax), engine=eng, hierarchies=hierarchies,
-                                    max_groups=3)
+                                    levels=levels, max_groups=3)
             v = report.verdicts[0]
             if not v.holds:
                 raise AnonyDBError(f"verification failed: delta-presence does not hold on the release "
