@@ -165,3 +165,20 @@ class Kernel:
 
         top = at(last) if hi is None else at(hi)
         return max(0.0, min(1.0, top - at(lo - 1)))
+
+
+class ExactKernel:
+    """The same interface in exact fractions (no speed-ups): for audits and small populations; the
+    recursion costs O(d U^2) big-integer operations per distinct signature."""
+
+    def __init__(self, U: int):
+        self.U = U
+        self._dist: dict[tuple[int, ...], dict[int, Fraction]] = {}
+
+    def confidence(self, n1: int, f: Sequence[int], dmin: Fraction, dmax: Fraction) -> Fraction:
+        key = tuple(sorted(int(v) for v in f))
+        dist = self._dist.get(key)
+        if dist is None:
+            dist = self._dist[key] = card_dist_exact(key, self.U)
+        lo, hi = bounds(n1, dmin, dmax)
+        return sum((p for x, p in dist.items() if x >= lo and (hi is None or x <= hi)), Fraction(0))

@@ -37,12 +37,15 @@ FLAG = "in_private"
 
 def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta: Any, engine: Engine | Any = None,
                    hierarchies: dict[str, Hierarchy] | None = None, levels: dict[str, int] | None = None,
-                   max_groups: int = 20) -> Report:
+                   max_groups: int = 20, classes_out: str | None = None) -> Report:
     """Check that ``release`` (T*, or the private table itself) is delta-present with respect to
     ``public`` (P); ``delta`` = (delta_min, delta_max). Returns the check's report: the model's
     verdict with the achieved (min, max) presence and the violating classes, plus ``uncovered``
     (P rows in no class) in the verdict's note. ``levels``: a full-domain release's level per QI
-    (needed only when a column's labels name nodes of several hierarchy levels)."""
+    (needed only when a column's labels name nodes of several hierarchy levels). ``classes_out``:
+    also write the per-class table (class_id, labels, n_private, n_public, presence, inside).
+    The report's ``public_outside`` counts the public individuals whose presence lies outside
+    the bounds, and ``public_outside_rows`` lists up to ``max_groups`` of them (all P's columns)."""
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
     model = DeltaPresence(delta)
@@ -86,10 +89,31 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
                                 f": {no_class} private rows match no public row"))
         uncovered = int(eng.scalar(f"SELECT count(*) FROM {ident(mapped)} WHERE class_id = 0"))
         report = check(mapped, ["class_id"] + qi_cols, "member", models=[model], engine=eng, max_groups=max_groups)
+        labels = ", ".join(f"any_value({ident(c)}) AS {ident(c)}" for c in qi_cols)
+        a, b, c, d = model.dmin.numerator, model.dmin.denominator, model.dmax.numerator, model.dmax.denominator
+        per_class = (f"SELECT class_id, {labels}, CAST(sum(member) AS BIGINT) AS n_private, count(*) AS n_public, "
+                     f"sum(member) / count(*) AS presence, "
+                     f"CAST(sum(member) AS HUGEINT) * {b} >= CAST(count(*) AS HUGEINT) * {a} AND "
+                     f"CAST(sum(member) AS HUGEINT) * {d} <= CAST(count(*) AS HUGEINT) * {c} AS inside "
+                     f"FROM {ident(mapped)} GROUP BY class_id")
+        classes = s.table(per_class)
+        if classes_out:
+            eng.create_table_as(classes_out, f"SELECT * FROM {ident(classes)} ORDER BY class_id", replace=True)
+        outside = (f"FROM {ident(mapped)} AS m JOIN {ident(classes)} AS k ON k.class_id = m.class_id "
+                   f"JOIN {ident(pbase)} AS p ON CAST(p.{'rowid' if prid == 'rowid' else ident(prid)} AS BIGINT) = "
+                   f"m.public_row WHERE NOT k.inside")
+        n_out = int(eng.scalar(f"SELECT count(*) {outside}"))
+        pcols = [x for x, _ in eng.columns(pbase) if x != "_adb_rid"]
+        rows = eng.fetch_rows(f"SELECT {', '.join('p.' + ident(x) for x in pcols)}, k.presence {outside} "
+                              f"ORDER BY m.public_row LIMIT {int(max_groups or 0)}")[1] if max_groups else []
     v = report.verdicts[0]
     if uncovered:
         v.note = (v.note + "; " if v.note else "") + (
             f"{uncovered} public rows are covered by no released class (presence 0, class_id 0)")
+    if n_out:
+        v.note = (v.note + "; " if v.note else "") + f"{n_out} public individuals have a presence outside the bounds"
+    report.public_outside = n_out  # type: ignore[attr-defined]
+    report.public_outside_rows = [dict(zip(pcols + ["presence"], r)) for r in rows]  # type: ignore[attr-defined]
     return report
 
 
@@ -196,3 +220,27 @@ def require_feasible(n_t: int, n_p: int, delta: Any) -> None:
     why = fast_infeasible(n_t, n_p, delta)
     if why:
         raise InfeasibleError(f"delta-presence with delta = {delta!r} is infeasible: {why}")
+
+
+def suggest_delta(prior: Any, a_high: Any, a_low: Any, share: Any) -> tuple[Fraction, Fraction]:
+    """(delta_min, delta_max) from misuse costs [Nergiz & Clifton TR §6; spec-presence-survey 1.7].
+
+    ``prior`` b_r = the population's rate of the property T is drawn from (T within the people who
+    have it), ``share`` = |T|/|P|, ``a_high`` / ``a_low`` = the acceptable rise / fall of an
+    adversary's belief (acceptable misuse cost over the cost of the property, e.g. 100/10000):
+        delta_max = (a_high + (1 - a_high - b_r) share) / (1 - b_r),
+        delta_min = (-a_low + (1 + a_low - b_r) share) / (1 - b_r), at least 0. Exact fractions."""
+    from .models.base import as_fraction
+
+    b = as_fraction(prior, "prior")
+    s_ = as_fraction(share, "share")
+    hi_a, lo_a = as_fraction(a_high, "a_high"), as_fraction(a_low, "a_low")
+    for name, v in (("prior", b), ("share", s_), ("a_high", hi_a), ("a_low", lo_a)):
+        if not 0 <= v < 1:
+            raise InputError(f"{name} must lie in [0, 1), got {float(v):g}")
+    if s_ > b:
+        raise InputError(f"share |T|/|P| = {float(s_):g} exceeds the prior {float(b):g}: T is drawn from the "
+                         f"people with the property, so it cannot be a larger share of P")
+    hi = (hi_a + (1 - hi_a - b) * s_) / (1 - b)
+    lo = (-lo_a + (1 + lo_a - b) * s_) / (1 - b)
+    return max(Fraction(0), lo), min(Fraction(1), hi)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterable
 
-from .confidence import Kernel
+from .confidence import ExactKernel, Kernel
 from .engine import Engine, connect
 from .errors import InputError
 from .hierarchy import Hierarchy
@@ -120,14 +120,15 @@ def d_marginals(eng: Engine, s: Any, private: str, qi: list[str], marginals: dic
 def check_confident(release: str, private_rows: int | None = None, *, qi: str | Iterable[str], delta: Any, c: Any,
                     marginals: dict[str, str], engine: Engine | Any = None,
                     hierarchies: dict[str, Hierarchy] | None = None, private: str | None = None,
-                    levels: dict[str, int] | None = None,
-                    sd: float | None = 4.0, dc: int | None = None, max_classes: int = 5) -> ConfidenceReport:
+                    levels: dict[str, int] | None = None, sd: float | None = 4.0, dc: int | None = None,
+                    exact: bool = False, max_classes: int = 5) -> ConfidenceReport:
     """Check c-confident delta-presence of ``release`` (T*). ``marginals`` maps each QI to a
     (value, count) table of the population; D's are derived by subtracting ``private`` (T; by
     default the release itself, whose QI values must then be the original ones) or, for a
     generalized release, pass ``private``. ``levels``: a full-domain release's level per QI (needed
     only when a column's labels name nodes of several hierarchy levels). ``sd``/``dc``: the
-    kernel's speed-ups (None: off)."""
+    kernel's speed-ups (None: off); ``exact``: compute every confidence in exact fractions instead
+    (no speed-ups; for audits of small populations)."""
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
     dmin, dmax = parse_delta(delta)
@@ -155,7 +156,8 @@ def check_confident(release: str, private_rows: int | None = None, *, qi: str | 
                 qis.append({"name": q, "mode": "label", "lo": None, "hi": None, "hier": hq, "marg": dm[q],
                             "level": label_level(eng, rel, q, hq, (levels or {}).get(q))})
         rows = eng.fetch_rows(eng.render("confidence_map.sql.j2", release=rel, qis=qis))[1]
-    kernel = Kernel(U, sd=sd, dc=dc)
+    kernel = ExactKernel(U) if exact else Kernel(U, sd=sd, dc=dc)
+    bound = cc if exact else float(cc)
     d = len(qi_cols)
     scored = []
     for r in rows:
@@ -165,9 +167,10 @@ def check_confident(release: str, private_rows: int | None = None, *, qi: str | 
     n_rows = sum(x[2] for x in scored)
     if private_rows is not None and private_rows != n_rows:
         raise InputError(f"the release holds {n_rows} rows, not the {private_rows} expected")
-    low = [x for x in scored if x[0] < float(cc)]
-    return ConfidenceReport(delta=(dmin, dmax), c=cc, holds=not low, confidence=scored[0][0] if scored else 1.0,
+    low = [x for x in scored if x[0] < bound]
+    return ConfidenceReport(delta=(dmin, dmax), c=cc, holds=not low,
+                            confidence=float(scored[0][0]) if scored else 1.0,
                             classes=len(scored), violating=len(low), rows=n_rows, U=U,
-                            worst=[{"confidence": x[0], "class": x[1], "n1": x[2], "f": x[3]}
+                            worst=[{"confidence": float(x[0]), "class": x[1], "n1": x[2], "f": x[3]}
                                    for x in scored[:max_classes]],
-                            conservative=sd is not None or dc is not None)
+                            conservative=not exact and (sd is not None or dc is not None))

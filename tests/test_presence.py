@@ -329,3 +329,28 @@ def test_readme_confident_command_runs(datasets, tmp_path, capsys):
     assert main(argv[1:] + ["--db", str(tmp_path / "c.duckdb")]) == 0
     out = capsys.readouterr().out
     assert "c-confident delta-presence (SFALM): 3016 rows" in out and "holds" in out
+
+
+def test_per_class_table_and_public_individuals_outside(table1):
+    e = table1
+    generalize(e, "t", {"zip": 1, "age": 3, "nat": 1}, H, out="ts")
+    r = check_presence("ts", "p", QI, delta="1/2,2/3", engine=e, hierarchies=H, classes_out="cls")
+    # [1,3,1]: {a,b,c} 2/3, {d,e,f} 1/3 (outside), {g,h,i} 2/3
+    assert r.public_outside == 3
+    assert sorted(x["name"] for x in r.public_outside_rows) == ["d", "e", "f"]
+    assert all(x["presence"] == pytest.approx(1 / 3) for x in r.public_outside_rows)
+    rows = e.fetch_rows("SELECT n_private, n_public, inside FROM cls ORDER BY n_private, n_public")[1]
+    assert rows == [(1, 3, False), (2, 3, True), (2, 3, True)]
+    assert "3 public individuals have a presence outside the bounds" in r.verdicts[0].note
+
+
+def test_suggest_delta_from_misuse_costs():
+    from anonydb.presence import suggest_delta
+
+    # TR §6: b_r = 0.07, |T| = 0.04 |P|; a = 100/10000 gives delta_max ~ 0.0503, a = 200/10000 delta_min ~ 0.0194
+    lo, hi = suggest_delta("0.07", "0.01", "0.02", "0.04")
+    assert hi == (F(1, 100) + F(92, 100) * F(4, 100)) / F(93, 100)
+    assert lo == (-F(2, 100) + F(95, 100) * F(4, 100)) / F(93, 100)
+    assert float(hi) == pytest.approx(0.0503, abs=5e-5) and float(lo) == pytest.approx(0.01935, abs=5e-5)
+    with pytest.raises(InputError, match="exceeds the prior"):
+        suggest_delta("0.03", "0.01", "0.01", "0.04")

@@ -81,6 +81,11 @@ def test_check_on_table_4(engine):
     assert not r.holds and r.violating == 1
     r = check_confident("t4", qi="a,b,c", delta=("1/4", "1/2"), c="0.5", marginals=m, engine=engine, sd=None)
     assert r.confidence == pytest.approx(1 / 16) and r.worst[0]["class"]["a"] == "a1"
+    # exact arithmetic: the boundary c = 15/16 passes exactly, c = 15/16 + 1e-12 fails
+    r = check_confident("t4", qi="a,b,c", delta=("1/3", "1"), c="15/16", marginals=m, engine=engine, exact=True)
+    assert r.holds and not r.conservative and r.confidence == 15 / 16
+    assert not check_confident("t4", qi="a,b,c", delta=("1/3", "1"), c=F(15, 16) + F(1, 10**12), marginals=m,
+                               engine=engine, exact=True).holds
 
 
 def test_bad_input(engine):
@@ -161,6 +166,8 @@ def test_sfalm_equals_the_brute_force(engine, seed):
         return
     r = confident_presence("priv", ["x", "c"], out="rel", **kw)
     assert r.lm == pytest.approx(float(best[0]), abs=1e-12)
+    e = confident_presence("priv", ["x", "c"], out="rel_exact", **{**kw, "exact": True})
+    assert e.levels == r.levels
     assert (r.levels["x"], r.levels["c"]) == best[2]
     assert r.report.holds and r.evaluated == 9
     # with practical anti-monotonicity the result is checked as well; it can only cost more

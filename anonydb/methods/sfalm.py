@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ..confidence import Kernel
+from ..confidence import ExactKernel, Kernel
 from ..engine import Engine, connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..generalize import generalize
@@ -64,9 +64,10 @@ class SfalmResult:
 def confident_presence(private: str, qi: str | Iterable[str], *, delta: Any, c: Any, marginals: dict[str, str],
                        hierarchies: dict[str, Hierarchy], out: str, engine: Engine | Any = None, metric: str = "lm",
                        pa: bool = True, mds: bool = True, sd: float | None = 4.0, dc: int | None = None,
-                       batch: int = 32, replace: bool = False) -> SfalmResult:
+                       exact: bool = False, batch: int = 32, replace: bool = False) -> SfalmResult:
     """Release ``private`` (T) at the least-cost full-domain node whose every class is
-    c-confident delta-present given the population ``marginals`` (QI -> (value, count) table)."""
+    c-confident delta-present given the population ``marginals`` (QI -> (value, count) table).
+    ``exact``: every confidence in exact fractions (no SD/DC; small populations only)."""
     t0 = time.perf_counter()
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -108,8 +109,8 @@ def confident_presence(private: str, qi: str | Iterable[str], *, delta: Any, c: 
             card = int(eng.scalar(f"SELECT count(DISTINCT leaf) FROM {ident(hq)}"))
             attrs.append({"name": q, "hier": hq, "levels": levels, "card_1": max(1, card - 1), "height": h.height})
         heights = [a["height"] for a in attrs]
-        kernel = Kernel(U, sd=sd, dc=dc)
-        search = _Search(eng, priv, attrs, kernel, dmin, dmax, float(cc), skyline, n_t, batch)
+        kernel = ExactKernel(U) if exact else Kernel(U, sd=sd, dc=dc)
+        search = _Search(eng, priv, attrs, kernel, dmin, dmax, cc if exact else float(cc), skyline, n_t, batch)
         top = tuple(heights)
         found = search.evaluate([top])[top]
         if not found["passes"]:
@@ -137,7 +138,7 @@ def confident_presence(private: str, qi: str | Iterable[str], *, delta: Any, c: 
             generalize(eng, priv, levels_map, hierarchies, out=stage)
             report = check_confident(stage, n_t, qi=qi_cols, delta=(dmin, dmax), c=cc, marginals=marginals,
                                      engine=eng, hierarchies=hierarchies, private=priv, levels=levels_map, sd=sd,
-                                     dc=None)
+                                     dc=None, exact=exact)
             if not report.holds:
                 raise AnonyDBError(f"verification failed: {report.format()}; nothing was written")
             _swap(eng, stage, out, False)
@@ -186,5 +187,5 @@ class _Search:
                 if conf < self.c:
                     ok = False
                     break
-            out[n] = {"passes": ok, "confidence": worst, "lm": lm, "dm": dm}
+            out[n] = {"passes": ok, "confidence": float(worst), "lm": lm, "dm": dm}
         return out
