@@ -17,6 +17,8 @@ from .checker import Report, check  # noqa: E402
 from .hierarchy import Hierarchy  # noqa: E402
 from .generalize import generalize  # noqa: E402
 from .sqlfuncs import register, unregister  # noqa: E402
+from .release import Release, anonymize, plan_spec, run_spec, spec_report  # noqa: E402
+from .spec import Spec, SpecError, load_spec  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -27,11 +29,19 @@ __all__ = [
     "Hierarchy",
     "InfeasibleError",
     "InputError",
+    "Release",
     "Report",
     "SQLError",
+    "Spec",
+    "SpecError",
+    "anonymize",
     "check",
     "connect",
     "generalize",
+    "load_spec",
+    "plan_spec",
     "register",
+    "run_spec",
+    "spec_report",
     "unregister",
 ]

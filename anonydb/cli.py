@@ -157,6 +157,32 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--json", action="store_true", help="print the result (utility, verification) as JSON")
     _add_model_args(a)
 
+    r = sub.add_parser("release", help="run a YAML release spec end to end: load, anonymize, verify, materialize, "
+                                       "report")
+    r.add_argument("spec", help="the release spec (YAML)")
+    r.add_argument("--db", help="DuckDB database file (overrides the spec's database:)")
+    r.add_argument("--json", action="store_true", help="print the report as JSON")
+    r.add_argument("--quiet", action="store_true", help="no progress display (it is shown only on a terminal)")
+
+    p = sub.add_parser("plan", help="print the SQL a release spec would run, without touching the database")
+    p.add_argument("spec", help="the release spec (YAML)")
+    p.add_argument("--db", help="DuckDB database file holding the source (attached read-only)")
+    p.add_argument("--all", action="store_true", help="every statement (default: each template once, with its count)")
+
+    rp = sub.add_parser("report", help="write a report (HTML and/or JSON) of a release: verdicts, class sizes, "
+                                       "risk, information loss")
+    rp.add_argument("source", help="a release spec (.yaml: reports its existing release), or a table/CSV/Parquet file")
+    _add_model_args(rp)
+    rp.add_argument("--qi", help="quasi-identifiers, comma-separated (a table's report)")
+    rp.add_argument("--sensitive", help="the sensitive attribute")
+    rp.add_argument("--class-column", help="the column naming a record's class (default: the QI values)")
+    rp.add_argument("--original", metavar="TABLE|FILE", help="the source the release came from (per-QI loss)")
+    rp.add_argument("--threshold", type=float, default=0.2, help="risk threshold (default 0.2)")
+    rp.add_argument("--db", help="DuckDB database file")
+    rp.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH", help="hierarchy of an attribute")
+    rp.add_argument("--html", metavar="PATH", help="write the HTML report here")
+    rp.add_argument("--json", action="store_true", help="print the report as JSON")
+
     d = sub.add_parser("demo", help="generate a synthetic census table in memory, generalize it and check it")
     d.add_argument("--rows", type=int, default=100_000, help="rows of the synthetic table (default 100000)")
     d.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
@@ -173,6 +199,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args)
         if args.command == "anonymize":
             return _anonymize(args)
+        if args.command == "release":
+            return _release(args)
+        if args.command == "plan":
+            from .release import plan_spec
+
+            sys.stdout.write(plan_spec(args.spec, db=args.db, full=args.all))
+            return 0
+        if args.command == "report":
+            return _report(args)
         if args.command == "demo":
             from .demo import run_demo
 
@@ -243,10 +278,9 @@ def _anonymize(args: argparse.Namespace) -> int:
     if args.export and Path(args.export).suffix.lower() not in (".csv", ".parquet"):
         raise InputError(f"--export must end in .csv or .parquet, got {args.export!r}")
 
-    def progress(p):
-        if not args.quiet:
-            print(f"\r  round {p['round']}: {p['open']} partitions open ({p['rows_open']} rows), "
-                  f"{p['final']} final this round", end="", file=sys.stderr, flush=True)
+    from .progress import Progress
+
+    progress = Progress(enabled=False if args.quiet else None)
 
     slicing_only = [f"--{n.replace('_', '-')}" for n in ("columns", "sensitive_column_size", "column_k", "tries")
                     if getattr(args, n) is not None]
@@ -258,11 +292,11 @@ def _anonymize(args: argparse.Namespace) -> int:
         return _presence(args, hierarchies)
     engine = DuckDBEngine(args.db)
     if args.method == "slicing":
-        return _slicing(args, engine, hierarchies)
+        return _slicing(args, engine, hierarchies, progress)
     if args.method == "anatomy":
         return _anatomy(args, engine)
     if args.method == "fulldomain":
-        return _fulldomain(args, engine, hierarchies)
+        return _fulldomain(args, engine, hierarchies, progress)
     if args.groups:
         raise InputError("--groups belongs to --method anatomy")
     try:
@@ -271,8 +305,7 @@ def _anonymize(args: argparse.Namespace) -> int:
             identifiers=args.identifiers, relaxed=args.relaxed, categorical=args.categorical, replace=args.replace,
             seed=args.seed, progress=progress, as_view=args.view, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
             t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, reference=args.reference)
-        if not args.quiet:
-            print(file=sys.stderr)
+        progress.done()
         if args.export:
             _export(engine, args.out, args.export)
     finally:
@@ -286,7 +319,81 @@ def _anonymize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fulldomain(args: argparse.Namespace, engine, hierarchies) -> int:
+def _release(args: argparse.Namespace) -> int:
+    import json
+
+    from .progress import Progress
+    from .release import run_spec
+    from .reporting import release_report
+
+    progress = Progress(enabled=False if args.quiet else None)
+    rel = run_spec(args.spec, db=args.db, progress=progress)
+    progress.done()
+    try:
+        if args.json:
+            print(json.dumps(release_report(rel), indent=2) if rel.tables else
+                  json.dumps({"table": rel.table, "files": rel.files, "holds": rel.holds, "rows": rel.rows}, indent=2))
+        else:
+            print(rel.format())
+            where = ", ".join(rel.files) if rel.files else ", ".join(f"{k}: {v}" for k, v in rel.tables.items())
+            print(f"released {rel.rows} rows to {where} in {rel.seconds:.2f} s ({len(rel.sql)} statements)")
+            sp = rel.spec
+            for path in (sp.report_html, sp.report_json) if sp else ():
+                if path:
+                    print(f"report: {path}")
+    finally:
+        rel.engine.close()
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from .engine import DuckDBEngine
+    from .hierarchy import parse_hierarchy_arg
+    from .reporting import table_report, write_report
+
+    if _presence_args(args):
+        raise InputError("report covers k, l, t, (n,t), (alpha,k) and delta-disclosure; check delta-presence with "
+                         "`anonydb check --public`")
+    if Path(args.source).suffix.lower() in (".yaml", ".yml"):
+        from .release import spec_report
+
+        if args.qi or args.original or args.class_column:
+            raise InputError("a spec's report takes its attributes from the spec: drop --qi/--original/--class-column")
+        rep = spec_report(args.source, db=args.db, threshold=args.threshold)
+    else:
+        if not args.qi:
+            raise InputError("a table's report needs --qi")
+        models = {k: getattr(args, k) for k in ("k", "t", "n", "alpha", "delta", "c") if getattr(args, k) is not None}
+        if args.l is not None:
+            models.update(l=_int_if_whole(args.l), l_variant=args.l_variant)
+        if args.t is not None:
+            models.update(distance=args.distance, reference=args.reference)
+        engine = DuckDBEngine(args.db)
+        try:
+            with engine.scratch("report") as s:
+                from .sources import open_source
+
+                table = open_source(engine, args.source, scratch=s)
+                original = open_source(engine, args.original, scratch=s) if args.original else None
+                rep = table_report(engine, table, args.qi, args.sensitive, original=original,
+                                   class_column=args.class_column, threshold=args.threshold,
+                                   hierarchies=dict(parse_hierarchy_arg(h) for h in args.hierarchy) or None, **models)
+                rep["title"], rep["tables"] = f"anonydb report {args.source}", {"release": str(args.source)}
+        finally:
+            engine.close()
+    if args.html:
+        write_report(rep, html=args.html)
+    if args.json or not args.html:
+        print(json.dumps(rep, indent=2))
+    elif args.html:
+        print(f"report: {args.html}")
+    return 0 if rep["holds"] else 1
+
+
+def _fulldomain(args: argparse.Namespace, engine, hierarchies, progress=None) -> int:
     import json
 
     from .methods import fulldomain
@@ -297,7 +404,9 @@ def _fulldomain(args: argparse.Namespace, engine, hierarchies) -> int:
                        max_suppression=args.max_suppression, metric=args.metric, identifiers=args.identifiers,
                        replace=args.replace, seed=args.seed, k=args.k, l=_int_if_whole(args.l),
                        l_variant=args.l_variant, c=args.c, t=args.t, distance=args.distance, alpha=args.alpha,
-                       delta=args.delta, reference=args.reference)
+                       delta=args.delta, reference=args.reference, progress=progress)
+        if progress:
+            progress.done()
         if args.export:
             _export(engine, args.out, args.export)
     finally:
@@ -397,7 +506,7 @@ def _sfalm(args: argparse.Namespace, hierarchies) -> int:
     return 0
 
 
-def _slicing(args: argparse.Namespace, engine, hierarchies) -> int:
+def _slicing(args: argparse.Namespace, engine, hierarchies, progress=None) -> int:
     import json
 
     from .methods import slicing
@@ -422,7 +531,9 @@ def _slicing(args: argparse.Namespace, engine, hierarchies) -> int:
         r = slicing(args.source, args.qi, args.sensitive, l=_int_if_whole(args.l), out=args.out, engine=engine,
                     columns=cols, alpha=args.sensitive_column_size, bins=args.bins, tries=args.tries,
                     column_k=args.column_k, hierarchies=hierarchies, seed=args.seed, replace=args.replace,
-                    membership=args.membership)
+                    membership=args.membership, progress=progress)
+        if progress:
+            progress.done()
         m = r.membership
         if args.export:
             _export(engine, r.view, args.export)

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import duckdb
 
-from .errors import SQLError
+from .errors import InputError, SQLError
 from .sqlgen import Rendered, Templates, ident, temp_name
 
 
@@ -169,8 +169,16 @@ class DuckDBEngine(Engine):
 
     def __init__(self, database: str | Path | duckdb.DuckDBPyConnection | None = None, *, read_only: bool = False):
         super().__init__()
-        if isinstance(database, duckdb.DuckDBPyConnection):
-            self.con, self.owned = database, False
+        inner = database
+        for _ in range(3):  # a wrapper around a connection (dbt-duckdb's session holds it in _cursor)
+            if isinstance(inner, duckdb.DuckDBPyConnection) or not hasattr(inner, "_cursor"):
+                break
+            inner = inner._cursor
+        if isinstance(inner, duckdb.DuckDBPyConnection):
+            self.con, self.owned = inner, False
+        elif database is not None and not isinstance(database, (str, Path)):
+            raise InputError(f"expected a DuckDB connection, a database file path or None, got "
+                             f"{type(database).__name__}")
         else:
             self.con = duckdb.connect(str(database) if database is not None else ":memory:", read_only=read_only)
             self.owned = True

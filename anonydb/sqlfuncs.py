@@ -1,7 +1,8 @@
 """Plain-SQL access inside DuckDB: ``anonydb.register(con)`` adds the vectorized UDFs
 (``emd_equal``, ``emd_ordered``, ``emd_hierarchical``, ``hist_entropy``, ``l_entropy``,
 ``recursive_cl``) and the table macros ``anonydb_group_stats``, ``anonydb_k_anonymity``,
-``anonydb_privacy``, ``anonydb_recursive_cl`` and ``anonydb_t_closeness``."""
+``anonydb_privacy``, ``anonydb_recursive_cl``, ``anonydb_t_closeness``, ``anonydb_class_sizes`` and
+``anonydb_risk`` (prosecutor re-identification risk)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from .udfs import register as register_udfs
 from .udfs import unregister as unregister_udfs
 
 MACROS = ("anonydb_group_stats", "anonydb_k_anonymity", "anonydb_privacy", "anonydb_recursive_cl",
-          "anonydb_t_closeness")
+          "anonydb_t_closeness", "anonydb_class_sizes", "anonydb_risk")
 
 
 def register(con: Any) -> Any:

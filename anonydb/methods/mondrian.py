@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable
 from ..checker import build_models, check
 from ..engine import Engine, connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
-from ..hierarchy import EnumeratedHierarchy, Hierarchy
+from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
 from ..models import GroupContext, Model, NTCloseness
 from ..schema import RESERVED_PREFIX, is_numeric_type, kind_of_type, split_list, validate_roles
 from ..sources import open_source
@@ -262,6 +262,11 @@ def _code_qis(eng, s, base, qi_cols, types, kinds, hierarchies, categorical) -> 
             continue
         h = hierarchies.get(c)
         if h is not None and categorical == "hierarchy":
+            if isinstance(h, RuleHierarchy):  # masking / intervals / dates: enumerate it over the column's values
+                h.validate(eng, base, c)
+                wide = h.materialize_wide(eng, s.name(), relation=base, column=c, temp=True)
+                h = hierarchies[c] = EnumeratedHierarchy.from_rows(
+                    eng.fetch_rows(f"SELECT * FROM {ident(wide)} ORDER BY 1")[1], source=h.source)
             if not isinstance(h, EnumeratedHierarchy):
                 raise InputError(f"quasi-identifier {c!r}: Mondrian splits categorical values along an enumerated "
                                  f"hierarchy (ARX file or rows); {type(h).__name__} is not one")
@@ -561,11 +566,13 @@ def _materialize(eng, s, base, rid, assign, qis, hq, sensitive, ids, cols, stage
 
 def _utility(eng, joined, boxes, qis, sensitive, total, k, relaxed) -> dict[str, Any]:
     """DM, C_AVG, GCP and NCP, KL-divergence [Li thesis 1.2.3; spec-closeness-slicing 6.1, 6.2, 6.6].
-    NCP = GCP / (|T| * d), the average over records and QIs (the Python Mondrian tools' figure)."""
+    NCP = GCP / (|T| * d), the average over records and QIs (the Python Mondrian tools' figure);
+    ``ncp_by_qi``: per QI the average over records of NCP_i."""
     r = eng.fetch(eng.render("mondrian_utility.sql.j2", joined=joined, boxes=boxes, qis=qis, relaxed=relaxed,
                              sensitive=sensitive, total=total))[0]
     n, classes = int(r["n"]), int(r["classes"])
     gcp = float(r["gcp"] or 0.0)
     return {"dm": int(r["dm"]), "classes": classes, "avg_class_size": n / classes,
             "cavg": n / classes / k if k else n / classes, "gcp": gcp,
-            "ncp": gcp / (n * len(qis)), "kl": float(r["kl"] or 0.0)}
+            "ncp": gcp / (n * len(qis)), "kl": float(r["kl"] or 0.0),
+            "ncp_by_qi": {q.column: float(r[f"gcp_{i}"] or 0.0) / n for i, q in enumerate(qis)}}

@@ -1,0 +1,386 @@
+"""The release lifecycle and the one obvious entry point.
+
+:func:`anonymize` runs any method (mondrian, fulldomain, anatomy, slicing) and returns a
+:class:`Release`: the names of what it wrote (``.table``, ``.tables``), the verification
+(``.report``), the SQL it ran (``.sql``), pandas / Arrow accessors and the method's own result.
+:func:`run_spec` runs a YAML release spec (:mod:`anonydb.spec`) end to end: load, anonymize,
+verify, materialize atomically, write the report. :func:`plan_spec` prints the SQL a spec would
+run without touching the warehouse.
+
+Every method builds its output under staging names, verifies it with the independent checks and
+swaps it into place in one transaction, so a failed run leaves the previous release and the
+source untouched and no staging tables behind; file outputs are written beside their target and
+renamed into place only after every file of the release is complete.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .engine import DuckDBEngine, Engine, connect
+from .errors import InputError
+from .schema import split_list
+from .spec import Spec, SpecError, load_spec
+from .sqlgen import ident, literal
+
+METHODS = ("mondrian", "fulldomain", "anatomy", "slicing")
+MODEL_PARAMS = ("k", "l", "l_variant", "c", "t", "distance", "n", "alpha", "delta", "reference", "supersets")
+CLASS_COLUMN = {"mondrian": "eq_class", "fulldomain": "eq_class", "anatomy": "group_id", "slicing": "bucket_id"}
+
+
+@dataclass
+class Release:
+    """What a run wrote and how it was verified."""
+
+    method: str
+    table: str  # the main output: generalized table, QIT, or the sliced view
+    tables: dict[str, str]  # role -> name (release | qit, st | view, c1, c2, ...)
+    qi: list[str]
+    sensitive: str | None
+    rows: int
+    seconds: float
+    report: Any  # the verification: anonydb.checker.Report, or the sliced verdict
+    result: Any  # the method's own result object
+    engine: Engine
+    sql: list[str] = field(default_factory=list)  # every statement the run executed, in order
+    files: list[str] = field(default_factory=list)
+    spec: Spec | None = None
+    hierarchies: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def holds(self) -> bool:
+        return bool(self.report.holds)
+
+    def to_arrow(self, which: str | None = None) -> Any:
+        """The release (or its part ``which``: qit, st, c1, ...) as a pyarrow Table."""
+        return self.engine.con.sql(f"SELECT * FROM {self._relation(which)}").to_arrow_table()  # type: ignore[attr-defined]
+
+    def to_pandas(self, which: str | None = None) -> Any:
+        """The release (or its part ``which``) as a pandas DataFrame."""
+        return self.engine.con.sql(f"SELECT * FROM {self._relation(which)}").df()  # type: ignore[attr-defined]
+
+    def _relation(self, which: str | None) -> str:
+        if not self.tables and self.files:  # a file release: read the file back (anatomy: <stem>_qit, _st)
+            parts = {Path(f).stem.rsplit("_", 1)[-1]: f for f in self.files}
+            if which is None:
+                f = self.files[0]
+            elif len(self.files) > 1 and which in parts:
+                f = parts[which]
+            else:
+                raise InputError(f"this release has no part {which!r}; its files are {', '.join(self.files)}")
+            reader = "read_parquet" if f.lower().endswith(".parquet") else "read_csv_auto"
+            return f"{reader}({literal(f)})"
+        if which is None:
+            return ident(self.table)
+        if which not in self.tables:
+            raise InputError(f"this release has no part {which!r}; its parts are {', '.join(self.tables)}")
+        return ident(self.tables[which])
+
+    def format(self) -> str:
+        return self.result.format()
+
+    def __repr__(self) -> str:
+        return (f"Release(method={self.method!r}, table={self.table!r}, rows={self.rows}, holds={self.holds}, "
+                f"statements={len(self.sql)})")
+
+
+def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, method: str = "mondrian",
+              out: str, engine: Engine | Any = None, hierarchies: dict[str, Any] | None = None,
+              kinds: dict[str, str] | None = None, identifiers: str | Iterable[str] | None = None, seed: int = 0,
+              replace: bool = False, as_view: bool = False,
+              progress: Callable[[dict[str, Any]], None] | None = None, **params: Any) -> Release:
+    """Anonymize ``source`` with ``method`` into ``out``; return the verified :class:`Release`.
+
+    ``params`` holds the privacy models (``k``, ``l`` with ``l_variant``/``c``, ``t`` with
+    ``distance``/``reference``, ``n``, ``alpha``, ``delta``) and the method's own options
+    (mondrian: ``relaxed``, ``categorical``; fulldomain: ``max_suppression``, ``metric``;
+    anatomy: ``groups``; slicing: ``columns``, ``sensitive_column_size`` (alpha), ``column_k``,
+    ``tries``, ``bins``, ``membership``)."""
+    from . import methods as m
+
+    if method not in METHODS:
+        raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    eng = connect(engine)
+    qi_cols = split_list(qi, "quasi-identifiers")
+    start = len(eng.log)
+    t0 = time.perf_counter()
+    models = {k: v for k, v in params.items() if k in MODEL_PARAMS and v is not None}
+    opts = {k: v for k, v in params.items() if k not in MODEL_PARAMS}
+    allowed = {"mondrian": ("relaxed", "categorical", "try_all_dims"), "fulldomain": ("max_suppression", "metric"),
+               "anatomy": ("groups",), "slicing": ("columns", "sensitive_column_size", "column_k", "tries", "bins",
+                                                   "membership", "split_on", "min_bucket")}[method]
+    unknown = [k for k in opts if k not in allowed]
+    if unknown:
+        raise InputError(f"{method} takes no parameter {', '.join(map(repr, unknown))}; its options are "
+                         f"{', '.join(allowed)} besides the privacy models")
+    if as_view and method not in ("mondrian", "anatomy"):
+        raise InputError(f"as_view is offered by mondrian and anatomy, not {method}")
+    if method in ("anatomy", "slicing"):
+        extra = [k for k in models if k not in ("l", "l_variant", "c")]
+        if extra or "l" not in models:
+            raise InputError(f"{method} releases l-diverse groups: give l (not {', '.join(extra) or 'nothing'})")
+        if method == "slicing" and (models.get("l_variant", "distinct") != "distinct" or "c" in models):
+            raise InputError("slicing's l-diversity is p(t,s) <= 1/l: no l_variant or c")
+        if identifiers:
+            raise InputError(f"{method} releases only the QIs and the sensitive attribute; drop identifiers first")
+    if method == "mondrian":
+        r = m.anonymize(source, qi_cols, sensitive, out=out, engine=eng, hierarchies=hierarchies, kinds=kinds,
+                        identifiers=identifiers, seed=seed, replace=replace, as_view=as_view, progress=progress,
+                        **opts, **models)
+        tables, main, rows, report = {"release": out}, out, r.rows, r.report
+    elif method == "fulldomain":
+        r = m.fulldomain(source, qi_cols, sensitive, hierarchies=hierarchies or {}, out=out, engine=eng,
+                         identifiers=identifiers, replace=replace, seed=seed, progress=progress, **opts, **models)
+        tables, main, rows, report = {"release": out}, out, r.rows, r.report
+    elif method == "anatomy":
+        if hierarchies:
+            raise InputError("anatomy releases the QIs unchanged: it takes no hierarchies")
+        r = m.anatomy(source, qi_cols, sensitive, out=out, engine=eng, seed=seed, replace=replace, as_view=as_view,
+                      l=models["l"], l_variant=models.get("l_variant", "distinct"), c=models.get("c"), **opts)
+        tables, main, rows, report = {"qit": r.qit, "st": r.st}, r.qit, r.rows, r.report
+    else:
+        o = dict(opts)
+        if "sensitive_column_size" in o:
+            o["alpha"] = o.pop("sensitive_column_size")
+        r = m.slicing(source, qi_cols, sensitive, l=models["l"], out=out, engine=eng, hierarchies=hierarchies,
+                      seed=seed, replace=replace, progress=progress, **o)
+        tables = {"view": r.view, **{f"c{i + 1}": t for i, t in enumerate(r.tables)}}
+        main, rows, report = r.view, r.rows, r.verdict
+    return Release(method=method, table=main, tables=tables, qi=qi_cols, sensitive=sensitive, rows=int(rows),
+                   seconds=time.perf_counter() - t0, report=report, result=r, engine=eng,
+                   sql=[x.sql for x in eng.log[start:]], hierarchies=dict(hierarchies or {}))
+
+
+# --- specs ---------------------------------------------------------------------------------------
+
+def run_spec(spec: Spec | str | Path, *, db: str | None = None, engine: Engine | Any = None,
+             progress: Callable[[dict[str, Any]], None] | None = None, write_files: bool = True) -> Release:
+    """Run a release spec end to end; returns the :class:`Release` (its report written as the spec
+    says). ``db`` (or the spec's ``database``) is the DuckDB file; in memory otherwise."""
+    sp = spec if isinstance(spec, Spec) else load_spec(spec)
+    eng = connect(engine if engine is not None else (db or sp.database))
+    if sp.format == "duckdb" and engine is None and not (db or sp.database):
+        raise InputError(f"{sp.where('output', 'format')}: format duckdb writes tables into a database; give "
+                         f"--db FILE or database: in the spec (or format parquet/csv with a path)")
+    start = len(eng.log)
+    t0 = time.perf_counter()
+    files_out = sp.format in ("parquet", "csv")
+    out = sp.table if not files_out else f"anonydb_stage_{uuid.uuid4().hex[:10]}"
+    try:
+        with eng.scratch("spec") as s:
+            src = _spec_source(eng, s, sp)
+            rel = anonymize(src, sp.qi, sp.sensitive, method=sp.method, out=out, engine=eng,
+                            hierarchies=sp.hierarchies or None, kinds=sp.kinds or None, seed=sp.seed,
+                            replace=sp.replace or files_out, as_view=sp.view, progress=progress,
+                            **sp.method_params, **sp.model_params())
+            if files_out:
+                rel.files = _write_files(eng, rel, sp) if write_files else []
+        rel.spec = sp
+        rel.seconds = time.perf_counter() - t0
+        rel.sql = [x.sql for x in eng.log[start:]]
+        if write_files and (sp.report_html or sp.report_json):
+            from .reporting import release_report, write_report
+
+            rep = release_report(rel)
+            if files_out:
+                rep["title"], rep["tables"] = f"anonydb release {sp.table}", {}
+            write_report(rep, html=sp.report_html, json_path=sp.report_json)
+        if files_out:  # the staging tables go; the release lives in its files
+            rel.table, rel.tables = sp.table, {}
+    finally:
+        if files_out:
+            _drop_release(eng, out)
+    return rel
+
+
+def _spec_source(eng: Engine, s: Any, sp: Spec) -> str:
+    """The source reduced to the spec's attributes (identifiers dropped, unlisted columns left out);
+    a column the source lacks is named with its place in the spec."""
+    from .sources import open_source
+
+    rel = open_source(eng, sp.source, scratch=s)
+    have = [c for c, _ in eng.columns(rel)]
+    missing = [(sp.where("attributes", a.name), f"column {a.name!r} not found in {sp.source}; its columns are: "
+                f"{', '.join(have)}") for a in sp.attributes if a.name not in have]
+    if missing:
+        raise SpecError(sp.path, missing)
+    keep = [a.name for a in sp.attributes if a.role != "identifier"]
+    return s.table(f"SELECT {', '.join(ident(c) for c in keep)} FROM {ident(rel)}")
+
+
+def _parts(rel: Release, sp: Spec) -> list[tuple[str, Path]]:
+    path = Path(sp.output_path or f"{sp.table}.{sp.format}")
+    if rel.method == "anatomy":
+        return [(rel.tables[p], path.with_name(f"{path.stem}_{p}{path.suffix}")) for p in ("qit", "st")]
+    if rel.method == "slicing":  # the sliced table, and its column tables (what a check needs)
+        cols = sorted((k for k in rel.tables if k != "view"), key=lambda k: int(k[1:]))
+        return [(rel.table, path)] + [(rel.tables[c], path.with_name(f"{path.stem}_{c}{path.suffix}")) for c in cols]
+    return [(rel.table, path)]
+
+
+def _write_files(eng: Engine, rel: Release, sp: Spec) -> list[str]:
+    """COPY every part to a temporary file beside its target, then rename all into place."""
+    fmt = "PARQUET" if sp.format == "parquet" else "CSV, HEADER"
+    done: list[tuple[Path, Path]] = []
+    try:
+        for table, path in _parts(rel, sp):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+            eng.execute(f"COPY (SELECT * FROM {ident(table)}) TO {literal(str(tmp))} (FORMAT {fmt})")
+            done.append((tmp, path))
+        for tmp, path in done:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in done:
+            if tmp.exists():
+                tmp.unlink()
+    return [str(p) for _, p in done]
+
+
+def _drop_release(eng: Engine, out: str) -> None:
+    """Drop a staging release built only to be exported (tables and views named out, out_*)."""
+    rows = eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE table_name = ? OR "
+                          "starts_with(table_name, ?)", [out, out + "_"])[1]
+    for name, kind in sorted(rows, key=lambda r: r[1] != "VIEW"):
+        eng.drop(name, view=(kind == "VIEW"))
+
+
+def spec_report(spec: Spec | str | Path, *, db: str | None = None, threshold: float = 0.2) -> dict[str, Any]:
+    """The report of a spec's existing release (in the database, or its files), without re-running
+    it: the spec's models re-checked on what was released (Anatomy: QIT/ST; slicing: the column
+    tables against the source's tuples), class sizes, prosecutor risk, and per QI the share of
+    released values that are not original values."""
+    from .checker import build_models
+    from .methods.anatomy import verify as verify_anatomy
+    from .methods.slicing import verify as verify_slicing
+    from .models.sliced_diversity import SlicedLDiversity
+    from .reporting import class_sizes, generalized_share, table_report
+
+    sp = spec if isinstance(spec, Spec) else load_spec(spec)
+    files = sp.format in ("parquet", "csv")
+    eng = connect(None if files else (db or sp.database))
+    try:
+        with eng.scratch("spec_report") as s:
+            src = _spec_source(eng, s, sp)
+            parts: dict[str, str] = {}
+            if files:
+                reader = "read_parquet" if sp.format == "parquet" else "read_csv_auto"
+                base = Path(sp.output_path or f"{sp.table}.{sp.format}")
+                roles = {"anatomy": ["qit", "st"]}.get(sp.method, ["release"])
+                if sp.method == "slicing":
+                    i = 1
+                    while base.with_name(f"{base.stem}_c{i}{base.suffix}").is_file():
+                        roles.append(f"c{i}")
+                        i += 1
+                for role in roles:
+                    path = base if role == "release" else base.with_name(f"{base.stem}_{role}{base.suffix}")
+                    if not path.is_file():
+                        raise InputError(f"{sp.where('output', 'path')}: {str(path)!r} does not exist; run "
+                                         f"`anonydb release {sp.path}` first")
+                    parts[role] = s.table(f"SELECT * FROM {reader}({literal(str(path))})")
+            else:
+                names = ({"qit": f"{sp.table}_qit", "st": f"{sp.table}_st"} if sp.method == "anatomy" else
+                         {"release": sp.table})
+                for role, name in names.items():
+                    if not eng.exists(name):
+                        raise InputError(f"{sp.where('output', 'table')}: no release {name!r} in the database; run "
+                                         f"`anonydb release {sp.path}` first")
+                    parts[role] = name
+            mp = sp.model_params()
+            if sp.method == "anatomy":
+                models = build_models(l=mp["l"], l_variant=mp.get("l_variant", "distinct"), c=mp.get("c"))
+                rep = verify_anatomy(eng, parts["qit"], parts["st"], sp.qi, sp.sensitive, models)
+                out = table_report(eng, parts["qit"], sp.qi, None, original=src, threshold=threshold)
+                out["verdicts"], out["holds"] = [v.to_dict() for v in rep.verdicts], rep.holds
+                out["classes"] = {**class_sizes(eng, parts["qit"], ["group_id"]), "unit": "QIT group"}
+            elif sp.method == "slicing":
+                view = parts["release"]
+                names = ([parts[k] for k in sorted((k for k in parts if k.startswith("c")), key=lambda k: int(k[1:]))]
+                         if files else [])
+                i = 1
+                while not files and eng.exists(f"{sp.table}_c{i}"):
+                    names.append(f"{sp.table}_c{i}")
+                    i += 1
+                if not names:
+                    raise InputError(f"{sp.where('output')}: the column tables of the sliced release "
+                                     f"{sp.table!r} are missing")
+                tables = [(t, [c for c, _ in eng.columns(t) if c not in ("bucket_id", "row_in_bucket")]) for t in names]
+                verdict = verify_slicing(eng, src, tables, sp.sensitive, SlicedLDiversity(mp["l"]))
+                out = table_report(eng, view, sp.qi, None, class_column="bucket_id", threshold=threshold)
+                out["verdicts"] = [{"model": verdict.model, "holds": verdict.holds,
+                                    "achieved": {"max p(t,s)": verdict.worst}, "violating_groups": verdict.violators,
+                                    "note": ""}]
+                out["holds"] = verdict.holds
+                out["loss"] = {"measure": "share of released values that are not original values",
+                               "by_qi": generalized_share(eng, view, src, sp.qi)}
+            else:
+                h = {sp.sensitive: sp.hierarchies[sp.sensitive]} if sp.sensitive in sp.hierarchies else None
+                out = table_report(eng, parts["release"], sp.qi, sp.sensitive, original=src, class_column="eq_class",
+                                   threshold=threshold, hierarchies=h, **mp)
+            out.update(title=f"anonydb release {sp.table}", method=sp.method, spec=sp.raw, spec_path=sp.path,
+                       tables={} if files else dict(parts),
+                       files=[str(base if r == "release" else base.with_name(f"{base.stem}_{r}{base.suffix}"))
+                              for r in parts] if files else [])
+
+            return out
+    finally:
+        eng.close()
+
+
+def plan_spec(spec: Spec | str | Path, *, db: str | None = None, full: bool = False) -> str:
+    """The SQL a spec's run executes, without touching the warehouse or writing a file: the run is
+    replayed in a scratch in-memory DuckDB over a copy of the source (the warehouse, if any, is
+    attached read-only), and its statements are printed in order. The loops of the methods
+    (Mondrian rounds, lattice nodes) depend on the data, so their count is the replay's; by default
+    each template is shown once with the number of times it ran (``full``: every statement)."""
+    sp = spec if isinstance(spec, Spec) else load_spec(spec)
+    eng = DuckDBEngine(None)
+    try:
+        database = db or sp.database
+        if database and not Path(sp.source).suffix.lower() in (".csv", ".parquet", ".tsv"):
+            if not Path(database).is_file():
+                raise InputError(f"database file not found: {database!r}")
+            eng.execute(f"ATTACH {literal(database)} AS anonydb_plan_src (READ_ONLY)")
+            eng.execute(f"CREATE TABLE {ident(sp.source)} AS SELECT * FROM anonydb_plan_src.{ident(sp.source)}")
+            eng.execute("DETACH anonydb_plan_src")
+        eng.log.clear()
+        rel = run_spec(sp, engine=eng, write_files=False)
+        log = list(eng.log)
+    finally:
+        eng.close()
+    lines = [f"-- anonydb plan for {sp.path}: method {sp.method}, {rel.rows} rows, {len(log)} statements",
+             "-- replayed in a scratch in-memory database over a copy of the source; names starting with __ are "
+             "scratch tables"]
+    import re
+
+    def key(x: Any) -> str:  # a template, or an ad-hoc statement up to its scratch names and numbers
+        return x.template or re.sub(r'"__[A-Za-z_]+?_\d+"|\b\d+\b', "#", x.sql)
+
+    counts: dict[str, int] = {}
+    for x in log:
+        counts[key(x)] = counts.get(key(x), 0) + 1
+    shown: set[str] = set()
+    for i, x in enumerate(log, 1):
+        k = key(x)
+        if not full:
+            if k in shown:
+                continue
+            shown.add(k)
+        n = counts[k]
+        lines.append(f"\n-- [{i}]" + (f" {x.template}" if x.template else "") +
+                     (f" (runs {n} times)" if n > 1 and not full else ""))
+        lines.append(x.sql.strip().rstrip(";") + ";")
+    if sp.format in ("parquet", "csv"):
+        fmt = "PARQUET" if sp.format == "parquet" else "CSV, HEADER"
+        for table, path in _parts(rel, sp):
+            lines.append(f"\n-- then, written beside the target and renamed into place:\n"
+                         f"COPY (SELECT * FROM {ident(table)}) TO {literal(str(path))} (FORMAT {fmt});")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["Release", "anonymize", "plan_spec", "run_spec", "spec_report"]

@@ -1,0 +1,309 @@
+"""Release reports: verdicts, class sizes, re-identification risk, information loss; JSON and a
+self-contained HTML page (inline CSS and SVG, no scripts, no network).
+
+Prosecutor re-identification risk [El Emam & Dankar 2008; as in ARX]: an adversary who knows a
+person is in the release and knows their QIs picks one record of the person's equivalence class,
+so a record's risk is 1/|class|. Reported: the highest risk (1/smallest class), the average risk
+(classes/records) and the share of records whose risk exceeds a threshold (default 0.2, i.e.
+classes below 5 records). The class is what the release shows: records sharing the released QI
+values (mondrian, fulldomain: ``eq_class``; anatomy: the QIT's exact QI tuple, so identity is as
+exposed as in the source while the sensitive link stays within 1/l; slicing: the bucket).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from .engine import Engine
+from .errors import InputError
+from .schema import split_list
+from .sqlgen import ident
+
+THRESHOLD = 0.2
+
+
+def _jsonable(v: Any) -> Any:
+    from fractions import Fraction
+
+    if isinstance(v, Fraction):
+        return float(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return str(v)
+
+
+def class_sizes(eng: Engine, table: str, keys: list[str]) -> dict[str, Any]:
+    """Class-size distribution of ``table`` grouped by ``keys``: count, min, max, mean, median and a
+    histogram (exact sizes when at most 30 distinct, else power-of-two bins)."""
+    cols = ", ".join(ident(c) for c in keys)
+    sizes = f"SELECT count(*) AS n FROM {ident(table)} GROUP BY {cols}"
+    r = eng.fetch(f"SELECT count(*) AS classes, min(n) AS mn, max(n) AS mx, sum(n) AS rows, "
+                  f"median(n) AS med, count(DISTINCT n) AS distinct_sizes FROM ({sizes}) AS s")[0]
+    if not r["classes"]:
+        return {"classes": 0, "rows": 0, "min": 0, "max": 0, "mean": 0.0, "median": 0.0, "histogram": []}
+    if r["distinct_sizes"] <= 30:
+        rows = eng.fetch_rows(f"SELECT n, n, count(*), sum(n) FROM ({sizes}) AS s GROUP BY n ORDER BY n")[1]
+    else:
+        rows = eng.fetch_rows(
+            f"SELECT CAST(pow(2, b) AS BIGINT), CAST(pow(2, b + 1) AS BIGINT) - 1, count(*), sum(n) FROM "
+            f"(SELECT n, floor(log2(n)) AS b FROM ({sizes}) AS s) AS x GROUP BY b ORDER BY b")[1]
+    return {"classes": int(r["classes"]), "rows": int(r["rows"]), "min": int(r["mn"]), "max": int(r["mx"]),
+            "mean": int(r["rows"]) / int(r["classes"]), "median": float(r["med"]),
+            "histogram": [{"size_from": int(a), "size_to": int(b), "classes": int(c), "records": int(d)}
+                          for a, b, c, d in rows]}
+
+
+def prosecutor_risk(eng: Engine, table: str, keys: list[str], threshold: float = THRESHOLD) -> dict[str, Any]:
+    """Prosecutor risk: record risk 1/|class|; highest, average, records above ``threshold``."""
+    if not 0 < threshold <= 1:
+        raise InputError(f"risk threshold must lie in (0, 1], got {threshold!r}")
+    cols = ", ".join(ident(c) for c in keys)
+    r = eng.fetch(f"SELECT count(*) AS classes, sum(n) AS rows, min(n) AS mn, "
+                  f"coalesce(sum(n) FILTER (WHERE 1.0 / n > {float(threshold)!r}), 0) AS at_risk "
+                  f"FROM (SELECT count(*) AS n FROM {ident(table)} GROUP BY {cols}) AS s")[0]
+    rows = int(r["rows"] or 0)
+    if not rows:
+        return {"threshold": threshold, "highest": 0.0, "average": 0.0, "records_at_risk": 0, "share_at_risk": 0.0}
+    return {"threshold": threshold, "highest": 1 / int(r["mn"]), "average": int(r["classes"]) / rows,
+            "records_at_risk": int(r["at_risk"]), "share_at_risk": int(r["at_risk"]) / rows}
+
+
+def generalized_share(eng: Engine, table: str, original: str, qi: list[str]) -> dict[str, float]:
+    """Per QI, the share of released records whose value is not a value of the original column
+    (generalized or suppressed): a measure that needs no link between release and source rows."""
+    out = {}
+    for q in qi:
+        c = ident(q)
+        out[q] = float(eng.scalar(
+            f"SELECT coalesce(avg(CASE WHEN CAST(r.{c} AS VARCHAR) IN (SELECT DISTINCT CAST({c} AS VARCHAR) FROM "
+            f"{ident(original)} WHERE {c} IS NOT NULL) THEN 0.0 ELSE 1.0 END), 0) FROM {ident(table)} AS r "
+            f"WHERE r.{c} IS NOT NULL") or 0.0)
+    return out
+
+
+def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
+    """The report of a :class:`anonydb.release.Release`."""
+    from .release import CLASS_COLUMN
+
+    eng = rel.engine
+    method = rel.method
+    r = rel.result
+    if method == "anatomy":
+        keys, unit = rel.qi, "records sharing the QIT's QI values (unchanged from the source)"
+        classes = class_sizes(eng, rel.tables["qit"], ["group_id"])
+        classes["unit"] = "QIT group"
+    elif method == "slicing":
+        keys, unit = ["bucket_id"], "bucket"
+        classes = class_sizes(eng, rel.tables["c1"], keys)
+        classes["unit"] = "bucket"
+    else:
+        keys, unit = [CLASS_COLUMN[method]], "equivalence class (records sharing the released QI values)"
+        classes = class_sizes(eng, rel.table, keys)
+        classes["unit"] = "equivalence class"
+    risk_table = rel.tables["qit"] if method == "anatomy" else (rel.tables["c1"] if method == "slicing" else rel.table)
+    risk = prosecutor_risk(eng, risk_table, keys, threshold)
+    risk["unit"] = unit
+    if method == "mondrian":
+        loss = {"measure": "NCP (normalized certainty penalty, average over records) [Xu et al. 2006]",
+                "by_qi": dict(r.utility.get("ncp_by_qi", {}))}
+        utility = {k: v for k, v in r.utility.items() if k != "ncp_by_qi"}
+    elif method == "fulldomain":
+        hs = {q: rel.hierarchies[q].height if q in rel.hierarchies else 0 for q in rel.qi}
+        loss = {"measure": "generalization height: level / hierarchy height (Sweeney's precision loss per QI)",
+                "by_qi": {q: (r.levels[q] / hs[q] if hs[q] else 0.0) for q in rel.qi},
+                "levels": dict(r.levels)}
+        utility = {"metric": r.metric_name, "value": r.metric, **r.metrics, "suppressed": r.suppressed}
+    elif method == "anatomy":
+        loss = {"measure": "none: Anatomy releases the QIs unchanged (the QI-sensitive link is broken instead)",
+                "by_qi": {q: 0.0 for q in rel.qi}}
+        utility = {"groups": r.groups}
+    else:
+        gen = set()
+        for i in r.generalized:
+            gen.update(r.columns[i])
+        loss = {"measure": "none for values (slicing breaks associations across columns); 1 marks QIs of "
+                           "columns generalized to column k-anonymity",
+                "by_qi": {q: (1.0 if q in gen else 0.0) for q in rel.qi}, "columns": r.columns}
+        utility = {"buckets": r.buckets, **{f"bucket_{k}": v for k, v in r.sizes.items()}}
+    verdicts = ([v.to_dict() for v in rel.report.verdicts] if hasattr(rel.report, "verdicts") else
+                [{"model": rel.report.model, "holds": rel.report.holds, "achieved": {"max p(t,s)": rel.report.worst},
+                  "violating_groups": rel.report.violators, "note": ""}])
+    return _jsonable({
+        "title": f"anonydb release {rel.table}", "generated": _now(), "method": method, "tables": rel.tables,
+        "files": rel.files, "rows": rel.rows, "seconds": rel.seconds, "qi": rel.qi, "sensitive": rel.sensitive,
+        "holds": rel.holds, "verdicts": verdicts, "classes": classes, "risk": risk, "loss": loss,
+        "utility": utility, "statements": len(rel.sql), "spec": rel.spec.raw if rel.spec else None,
+        "spec_path": rel.spec.path if rel.spec else None,
+    })
+
+
+def table_report(eng: Engine, table: str, qi: str | Iterable[str], sensitive: str | None = None, *,
+                 original: str | None = None, class_column: str | None = None, threshold: float = THRESHOLD,
+                 hierarchies: dict[str, Any] | None = None, **models: Any) -> dict[str, Any]:
+    """The report of any table: the models' verdicts (``models`` as in :func:`anonydb.check`),
+    class sizes and prosecutor risk over the QI columns (or ``class_column``), and, with
+    ``original`` (the source), the per-QI share of generalized values."""
+    from .checker import check
+
+    qi_cols = split_list(qi, "quasi-identifiers")
+    verdicts: list[dict[str, Any]] = []
+    holds = True
+    if models:
+        rep = check(table, qi_cols, sensitive, engine=eng, hierarchies=hierarchies, max_groups=5,
+                    distribution_of=original, **models)
+        verdicts, holds = [v.to_dict() for v in rep.verdicts], rep.holds
+    keys = [class_column] if class_column else qi_cols
+    classes = class_sizes(eng, table, keys)
+    classes["unit"] = class_column or "records sharing the QI values"
+    risk = prosecutor_risk(eng, table, keys, threshold)
+    risk["unit"] = classes["unit"]
+    loss = ({"measure": "share of released values that are not original values (generalized or suppressed)",
+             "by_qi": generalized_share(eng, table, original, qi_cols)} if original else
+            {"measure": "needs the original table (--original)", "by_qi": {}})
+    return _jsonable({"title": f"anonydb report {table}", "generated": _now(), "method": None,
+                      "tables": {"release": table}, "files": [], "rows": classes["rows"], "seconds": None,
+                      "qi": qi_cols, "sensitive": sensitive, "holds": holds, "verdicts": verdicts,
+                      "classes": classes, "risk": risk, "loss": loss, "utility": {}, "statements": None,
+                      "spec": None, "spec_path": None})
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+# --- output ------------------------------------------------------------------------------------
+
+def write_report(report: dict[str, Any], *, html: str | None = None, json_path: str | None = None) -> list[str]:
+    """Write the report as HTML and/or JSON (each to a temporary file renamed into place)."""
+    written = []
+    for path, text in ((html, render_html(report) if html else None),
+                       (json_path, json.dumps(report, indent=2) if json_path else None)):
+        if path is None:
+            continue
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, p)
+        written.append(str(p))
+    return written
+
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:960px;color:#222}
+h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
+th{background:#f4f4f4}.ok{color:#0a6b2d;font-weight:600}.bad{color:#b00020;font-weight:600}
+.num{text-align:right;font-variant-numeric:tabular-nums}pre{background:#f7f7f7;padding:.8em;overflow:auto}
+.muted{color:#666}svg text{font:11px system-ui,sans-serif}
+"""
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, dict):
+        return ", ".join(f"{k} = {_fmt(x)}" for k, x in v.items())
+    return str(v)
+
+
+def bar_chart(labels: list[str], values: list[float], *, title: str, unit: str = "", width: int = 640) -> str:
+    """A horizontal bar chart as inline SVG."""
+    if not values:
+        return ""
+    row, left, right = 20, 150, 90
+    h = row * len(values) + 30
+    top = max(values) or 1.0
+    bars = []
+    for i, (lab, v) in enumerate(zip(labels, values)):
+        y = 24 + i * row
+        w = (width - left - right) * (v / top)
+        bars.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">{_e(lab)}</text>'
+                    f'<rect x="{left}" y="{y + 2}" width="{w:.1f}" height="{row - 6}" fill="#4a7fb5"/>'
+                    f'<text x="{left + w + 4:.1f}" y="{y + 12}">{_e(_fmt(v))}{_e(unit)}</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" height="{h}" '
+            f'viewBox="0 0 {width} {h}"><title>{_e(title)}</title>'
+            f'<text x="0" y="14" font-weight="600">{_e(title)}</text>{"".join(bars)}</svg>')
+
+
+def render_html(rep: dict[str, Any]) -> str:
+    """The report as one self-contained HTML page."""
+    out = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(rep['title'])}</title>"
+           f"<style>{CSS}</style></head><body>", f"<h1>{_e(rep['title'])}</h1>"]
+    status = "<span class=\"ok\">every model holds</span>" if rep["holds"] else "<span class=\"bad\">VIOLATED</span>"
+    facts = [("verdict", status), ("method", _e(rep.get("method") or "-")), ("records", _e(rep["rows"])),
+             ("quasi-identifiers", _e(", ".join(rep["qi"]))), ("sensitive", _e(rep.get("sensitive") or "-")),
+             ("outputs", _e(", ".join(f"{k}: {v}" for k, v in rep["tables"].items()) +
+                            ("; files: " + ", ".join(rep["files"]) if rep.get("files") else ""))),
+             ("generated", _e(rep["generated"]))]
+    if rep.get("seconds") is not None:
+        facts.append(("run time", _e(f"{rep['seconds']:.3f} s, {rep['statements']} SQL statements")))
+    out.append("<table id=\"summary\">" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts) + "</table>")
+
+    out.append("<h2>Privacy models</h2><table id=\"verdicts\"><tr><th>model</th><th>holds</th><th>achieved</th>"
+               "<th>violating groups</th><th>note</th></tr>")
+    for v in rep["verdicts"]:
+        ok = "<span class=\"ok\">yes</span>" if v["holds"] else "<span class=\"bad\">no</span>"
+        out.append(f"<tr><td>{_e(v['model'])}</td><td>{ok}</td><td>{_e(_fmt(v.get('achieved', {})))}</td>"
+                   f"<td class=\"num\">{_e(v.get('violating_groups', 0))}</td><td>{_e(v.get('note') or '')}</td></tr>")
+    out.append("</table>")
+
+    c = rep["classes"]
+    out.append(f"<h2>Class sizes</h2><p class=\"muted\">unit: {_e(c.get('unit', ''))}</p>"
+               f"<table id=\"classes\"><tr><th>classes</th><th>smallest</th><th>median</th><th>mean</th>"
+               f"<th>largest</th></tr><tr><td class=\"num\">{c['classes']}</td><td class=\"num\">{c['min']}</td>"
+               f"<td class=\"num\">{_fmt(c['median'])}</td><td class=\"num\">{_fmt(c['mean'])}</td>"
+               f"<td class=\"num\">{c['max']}</td></tr></table>")
+    hist = c["histogram"]
+    labels = [str(b["size_from"]) if b["size_from"] == b["size_to"] else f"{b['size_from']}-{b['size_to']}"
+              for b in hist]
+    out.append(f"<figure id=\"class-histogram\">"
+               f"{bar_chart(labels, [float(b['classes']) for b in hist], title='classes by size')}</figure>")
+    out.append("<table id=\"histogram\"><tr><th>size</th><th>classes</th><th>records</th></tr>" + "".join(
+        f"<tr><td>{_e(lab)}</td><td class=\"num\">{b['classes']}</td><td class=\"num\">{b['records']}</td></tr>"
+        for lab, b in zip(labels, hist)) + "</table>")
+
+    r = rep["risk"]
+    out.append(f"<h2>Re-identification risk (prosecutor)</h2><p class=\"muted\">a record's risk is "
+               f"1/|its {_e(r.get('unit', 'class'))}|</p><table id=\"risk\">"
+               f"<tr><th>highest risk</th><td class=\"num\">{_fmt(r['highest'])}</td></tr>"
+               f"<tr><th>average risk</th><td class=\"num\">{_fmt(r['average'])}</td></tr>"
+               f"<tr><th>records above {_fmt(r['threshold'])}</th><td class=\"num\">{r['records_at_risk']} "
+               f"({100 * r['share_at_risk']:.2f}%)</td></tr></table>")
+
+    loss = rep["loss"]
+    by = loss.get("by_qi", {})
+    out.append(f"<h2>Information loss by attribute</h2><p class=\"muted\">{_e(loss['measure'])}</p>")
+    if by:
+        out.append(f"<figure id=\"loss-chart\">{bar_chart(list(by), [float(x) for x in by.values()], title='loss by QI')}"
+                   f"</figure><table id=\"loss\"><tr><th>attribute</th><th>loss</th></tr>" + "".join(
+                       f"<tr><td>{_e(q)}</td><td class=\"num\">{_fmt(x)}</td></tr>" for q, x in by.items()) + "</table>")
+    if rep.get("utility"):
+        out.append("<h2>Utility</h2><table id=\"utility\">" + "".join(
+            f"<tr><th>{_e(k)}</th><td class=\"num\">{_e(_fmt(v))}</td></tr>" for k, v in rep["utility"].items())
+            + "</table>")
+    if rep.get("spec") is not None:
+        out.append(f"<h2>Release spec</h2><p class=\"muted\">{_e(rep.get('spec_path') or '')}</p>"
+                   f"<pre id=\"spec\">{_e(json.dumps(rep['spec'], indent=2, default=str))}</pre>")
+    out.append("</body></html>\n")
+    return "\n".join(out)
+
+
+__all__ = ["class_sizes", "generalized_share", "prosecutor_risk", "release_report", "render_html", "table_report",
+           "write_report"]

@@ -1,0 +1,465 @@
+"""Declarative release specs: a YAML file that says what to release and how.
+
+A spec names the source (a table, or a CSV/Parquet file relative to the spec), the attributes
+with their roles, kinds and hierarchies, the method and its parameters, the privacy models, the
+outputs and the report. :func:`load_spec` validates it against the schema below and raises
+:class:`SpecError` naming the key and its line for every problem it finds (all of them, not the
+first); :mod:`anonydb.release` runs it.
+
+    source: adult.csv                       # or a table name in the database
+    database: warehouse.duckdb              # optional; the CLI's --db overrides it
+    attributes:
+      age: {role: qi, kind: numeric, hierarchy: {intervals: [5, 10, 20]}}
+      education: {role: qi, hierarchy: hierarchies/education.csv}   # ARX CSV
+      zip: {role: qi, hierarchy: {mask: 5}}
+      ssn: identifier                       # a bare role
+      occupation: sensitive
+    method: mondrian                        # or {name: slicing, columns: 3, ...}
+    privacy: {k: 5, l: {value: 3, variant: entropy}, t: {value: 0.2, distance: ordered}}
+    output: {table: adult_release, format: duckdb, replace: true}
+    report: {html: report.html, json: report.json}
+    seed: 0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+ROLES = {"qi": "qi", "quasi-identifier": "qi", "quasi_identifier": "qi", "identifier": "identifier",
+         "sensitive": "sensitive", "insensitive": "insensitive"}
+KINDS = ("numeric", "categorical", "ordinal", "date")
+METHODS = {
+    # method -> {parameter: (accepted python types, description)}
+    "mondrian": {"relaxed": ((bool,), "a boolean"), "categorical": ((str,), "hierarchy or order")},
+    "fulldomain": {"max_suppression": ((int, float), "a fraction in [0, 1]"),
+                   "metric": ((str,), "dm, aecs, height, precision, loss or entropy")},
+    "anatomy": {"groups": ((str,), "a column name")},
+    "slicing": {"columns": ((int, list), "a number of columns or a list of attribute lists"),
+                "sensitive_column_size": ((int,), "an integer"), "column_k": ((int,), "an integer"),
+                "tries": ((int,), "an integer"), "bins": ((int,), "an integer"),
+                "membership": ((bool,), "a boolean")},
+}
+PRIVACY = ("k", "l", "t", "n", "alpha", "delta")
+FORMATS = ("duckdb", "parquet", "csv")
+TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed")
+
+
+class SpecError(InputError):
+    """A release spec that does not validate; ``problems`` lists (place, message) pairs."""
+
+    def __init__(self, path: str, problems: list[tuple[str, str]]):
+        self.path = path
+        self.problems = problems
+        lines = "\n".join(f"  {where}: {what}" for where, what in problems)
+        super().__init__(f"release spec {path} is invalid:\n{lines}")
+
+
+@dataclass
+class Attribute:
+    name: str
+    role: str
+    kind: str | None = None
+    hierarchy: Any = None  # a Hierarchy, built at load time
+
+
+@dataclass
+class Spec:
+    """A validated release spec (see the module docstring)."""
+
+    path: str
+    base_dir: Path
+    source: str
+    attributes: list[Attribute]
+    method: str
+    method_params: dict[str, Any]
+    privacy: dict[str, Any]
+    table: str
+    format: str = "duckdb"
+    output_path: str | None = None
+    view: bool = False
+    replace: bool = True
+    report_html: str | None = None
+    report_json: str | None = None
+    database: str | None = None
+    seed: int = 0
+    raw: dict[str, Any] = field(default_factory=dict)
+    lines: dict[tuple, int] = field(default_factory=dict)
+
+    def where(self, *at: Any) -> str:
+        """A place in the spec as errors name it: ``attributes.age (line 7)``."""
+        return _Checker(self.path, self.lines).where(tuple(at))
+
+    def of_role(self, role: str) -> list[str]:
+        return [a.name for a in self.attributes if a.role == role]
+
+    @property
+    def qi(self) -> list[str]:
+        return self.of_role("qi")
+
+    @property
+    def sensitive(self) -> str | None:
+        s = self.of_role("sensitive")
+        return s[0] if s else None
+
+    @property
+    def hierarchies(self) -> dict[str, Any]:
+        return {a.name: a.hierarchy for a in self.attributes if a.hierarchy is not None}
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        return {a.name: a.kind for a in self.attributes if a.kind}
+
+    def model_params(self) -> dict[str, Any]:
+        """The privacy section as the keyword arguments of :func:`anonydb.checker.build_models`."""
+        out: dict[str, Any] = {}
+        p = self.privacy
+        for key in ("k", "n", "alpha", "delta"):
+            if key in p:
+                out[key] = p[key]
+        if "l" in p:
+            lv = p["l"]
+            out["l"] = lv["value"]
+            out["l_variant"] = lv.get("variant", "distinct")
+            if "c" in lv:
+                out["c"] = lv["c"]
+        if "t" in p:
+            tv = p["t"]
+            out["t"] = tv["value"]
+            if "distance" in tv:
+                out["distance"] = tv["distance"]
+            if "reference" in tv:
+                out["reference"] = tv["reference"]
+        return out
+
+    def resolve(self, p: str) -> str:
+        """A path of the spec, relative to the spec's directory."""
+        q = Path(p)
+        return str(q if q.is_absolute() else self.base_dir / q)
+
+
+# --- YAML with line numbers ---------------------------------------------------------------------
+
+def _compose(text: str, path: str) -> tuple[Any, dict[tuple, int]]:
+    """Parse YAML; return (value, {key path: line}) so that errors can name their line."""
+    import yaml
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "?"
+        raise SpecError(path, [(where, f"not valid YAML: {getattr(e, 'problem', None) or e}")]) from None
+    lines: dict[tuple, int] = {}
+    loader = yaml.SafeLoader("")
+
+    def build(n: Any, at: tuple) -> Any:
+        lines[at] = n.start_mark.line + 1
+        if isinstance(n, yaml.MappingNode):
+            out: dict[Any, Any] = {}
+            for kn, vn in n.value:
+                key = loader.construct_object(kn, deep=True)
+                if key in out:
+                    raise SpecError(path, [(f"line {kn.start_mark.line + 1}", f"key {key!r} appears twice")])
+                lines[at + (key,)] = kn.start_mark.line + 1
+                out[key] = build(vn, at + (key,))
+                lines[at + (key,)] = kn.start_mark.line + 1
+            return out
+        if isinstance(n, yaml.SequenceNode):
+            return [build(x, at + (i,)) for i, x in enumerate(n.value)]
+        return loader.construct_object(n, deep=True)
+
+    value = build(node, ()) if node is not None else None
+    loader.dispose()
+    return value, lines
+
+
+class _Checker:
+    def __init__(self, path: str, lines: dict[tuple, int]):
+        self.path, self.lines, self.problems = path, lines, []
+
+    def where(self, at: tuple) -> str:
+        name = ".".join(str(x) for x in at) or "(top)"
+        line = self.lines.get(at)
+        return f"{name} (line {line})" if line else name
+
+    def bad(self, at: tuple, msg: str) -> None:
+        self.problems.append((self.where(at), msg))
+
+    def keys(self, value: Any, at: tuple, allowed: tuple | list | dict) -> bool:
+        if not isinstance(value, dict):
+            self.bad(at, f"expected a mapping, got {_tname(value)}")
+            return False
+        for key in value:
+            if key not in allowed:
+                self.bad(at + (key,), f"unknown key {key!r}; expected one of {', '.join(map(str, allowed))}")
+        return True
+
+    def typed(self, value: Any, at: tuple, types: tuple, what: str) -> bool:
+        ok = isinstance(value, types) and not (bool not in types and isinstance(value, bool))
+        if not ok:
+            self.bad(at, f"expected {what}, got {_tname(value)} {value!r}")
+        return ok
+
+
+def _tname(v: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "nothing"}.get(type(v), type(v).__name__)
+
+
+def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
+    """Read and validate a release spec; hierarchies are loaded (their files must exist)."""
+    p = Path(path)
+    if text is None:
+        if not p.is_file():
+            raise InputError(f"release spec not found: {str(p)!r}")
+        text = p.read_text(encoding="utf-8")
+    raw, lines = _compose(text, str(p))
+    ck = _Checker(str(p), lines)
+    if not ck.keys(raw, (), TOP):
+        raise SpecError(str(p), ck.problems)
+    base = p.parent if str(p.parent) else Path(".")
+    for req in ("source", "attributes", "method", "output"):
+        if req not in raw:
+            ck.bad((req,), "required key is missing")
+    if "version" in raw and raw["version"] != 1:
+        ck.bad(("version",), f"only version 1 is known, got {raw['version']!r}")
+
+    source = raw.get("source")
+    if "source" in raw:
+        ck.typed(source, ("source",), (str,), "a table name or a .csv/.parquet path")
+    database = raw.get("database")
+    if database is not None:
+        ck.typed(database, ("database",), (str,), "a DuckDB database file")
+    seed = raw.get("seed", 0)
+    ck.typed(seed, ("seed",), (int,), "an integer")
+
+    attrs = _attributes(ck, raw.get("attributes"), base) if "attributes" in raw else []
+    method, mparams = _method(ck, raw.get("method")) if "method" in raw else ("mondrian", {})
+    privacy = _privacy(ck, raw.get("privacy", {}), method)
+    out = _output(ck, raw.get("output")) if "output" in raw else {}
+    report = _report(ck, raw.get("report"))
+
+    roles = {}
+    for a in attrs:
+        roles.setdefault(a.role, []).append(a.name)
+    if attrs and not roles.get("qi"):
+        ck.bad(("attributes",), "no attribute has role qi")
+    if len(roles.get("sensitive", [])) > 1:
+        ck.bad(("attributes",), f"one sensitive attribute is supported, got {', '.join(roles['sensitive'])}")
+    if method in ("anatomy", "slicing") and attrs and not roles.get("sensitive"):
+        ck.bad(("method",), f"{method} needs an attribute with role sensitive")
+    if method in ("anatomy", "slicing") and "l" not in privacy and "privacy" in raw:
+        ck.bad(("privacy",), f"{method} releases l-diverse groups: give privacy.l")
+    if method == "fulldomain":
+        for a in attrs:
+            if a.role == "qi" and a.hierarchy is None:
+                ck.bad(("attributes", a.name), "fulldomain generalizes along hierarchies: give this QI a hierarchy")
+    if not privacy and "privacy" not in raw:
+        ck.bad(("privacy",), "required key is missing (at least one privacy model)")
+    if ck.problems:
+        raise SpecError(str(p), ck.problems)
+    return Spec(path=str(p), base_dir=base, source=_source_path(source, base), attributes=attrs, method=method,
+                method_params=mparams, privacy=privacy, table=out["table"], format=out.get("format", "duckdb"),
+                output_path=(str(_rel(out["path"], base)) if out.get("path") else None), view=out.get("view", False),
+                replace=out.get("replace", True), report_html=_opt_rel(report.get("html"), base),
+                report_json=_opt_rel(report.get("json"), base), database=_opt_rel(database, base), seed=seed, raw=raw,
+                lines=lines)
+
+
+def _rel(p: str, base: Path) -> Path:
+    q = Path(p)
+    return q if q.is_absolute() else base / q
+
+
+def _opt_rel(p: str | None, base: Path) -> str | None:
+    return None if p is None else str(_rel(p, base))
+
+
+def _source_path(source: str, base: Path) -> str:
+    if Path(source).suffix.lower() in (".csv", ".parquet", ".tsv"):
+        return str(_rel(source, base))
+    return source
+
+
+def _attributes(ck: _Checker, value: Any, base: Path) -> list[Attribute]:
+    at = ("attributes",)
+    if not isinstance(value, dict) or not value:
+        ck.bad(at, f"expected a mapping of column -> role, got {_tname(value)}")
+        return []
+    out = []
+    for name, v in value.items():
+        here = at + (name,)
+        if not isinstance(name, str):
+            ck.bad(here, f"column names are strings, got {name!r}")
+            continue
+        bare = isinstance(v, str)
+        if bare:
+            v = {"role": v}
+        elif not ck.keys(v, here, ("role", "kind", "hierarchy")):
+            continue
+        role = v.get("role")
+        if role not in ROLES:
+            ck.bad(here + ("role",) if "role" in v and not bare else here,
+                   f"role must be one of {', '.join(sorted(set(ROLES)))}, got {role!r}")
+            continue
+        kind = v.get("kind")
+        if kind is not None and kind not in KINDS:
+            ck.bad(here + ("kind",), f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        hier = _hierarchy(ck, v["hierarchy"], here + ("hierarchy",), base) if "hierarchy" in v else None
+        out.append(Attribute(name, ROLES[role], kind, hier))
+    return out
+
+
+def _hierarchy(ck: _Checker, v: Any, at: tuple, base: Path) -> Any:
+    from .hierarchy import Hierarchy
+
+    if isinstance(v, str):
+        path = _rel(v, base)
+        if not path.is_file():
+            ck.bad(at, f"hierarchy file not found: {str(path)!r}")
+            return None
+        try:
+            return Hierarchy.from_arx(path)
+        except InputError as e:
+            ck.bad(at, str(e))
+            return None
+    builders = ("intervals", "breakpoints", "mask", "dates")
+    if not ck.keys(v, at, builders):
+        return None
+    if len(v) != 1:
+        ck.bad(at, f"give exactly one of {', '.join(builders)}")
+        return None
+    (kind, arg), = v.items()
+    try:
+        if kind == "intervals":
+            if ck.typed(arg, at + (kind,), (list,), "a list of interval widths"):
+                return Hierarchy.intervals(widths=arg)
+        elif kind == "breakpoints":
+            if ck.typed(arg, at + (kind,), (list,), "a list of breakpoint lists, one per level"):
+                return Hierarchy.intervals(breakpoints=arg)
+        elif kind == "mask":
+            if ck.typed(arg, at + (kind,), (int,), "the code length"):
+                return Hierarchy.masking(length=arg)
+        elif ck.typed(arg, at + (kind,), (list,), "a list of grains (day, month, year, ...)"):
+            return Hierarchy.dates(levels=arg)
+    except (InputError, ValueError, TypeError) as e:
+        ck.bad(at + (kind,), str(e))
+    return None
+
+
+def _method(ck: _Checker, v: Any) -> tuple[str, dict[str, Any]]:
+    at = ("method",)
+    if isinstance(v, str):
+        v = {"name": v}
+    elif not isinstance(v, dict):
+        ck.bad(at, f"expected a method name or a mapping with name, got {_tname(v)}")
+        return "mondrian", {}
+    name = v.get("name")
+    if name not in METHODS:
+        ck.bad(at + ("name",) if isinstance(v, dict) and "name" in v else at,
+               f"method must be one of {', '.join(METHODS)}, got {name!r}")
+        return "mondrian", {}
+    allowed = METHODS[name]
+    params = {}
+    for key, val in v.items():
+        if key == "name":
+            continue
+        if key not in allowed:
+            ck.bad(at + (key,), f"unknown parameter {key!r} of {name}; expected one of {', '.join(allowed) or 'none'}")
+            continue
+        types, what = allowed[key]
+        if ck.typed(val, at + (key,), types, what):
+            params[key] = val
+    if name == "mondrian" and params.get("categorical", "hierarchy") not in ("hierarchy", "order"):
+        ck.bad(at + ("categorical",), f"expected hierarchy or order, got {params['categorical']!r}")
+    if name == "fulldomain" and "max_suppression" in params and not 0 <= params["max_suppression"] <= 1:
+        ck.bad(at + ("max_suppression",), f"expected a fraction in [0, 1], got {params['max_suppression']!r}")
+    return name, params
+
+
+def _privacy(ck: _Checker, v: Any, method: str) -> dict[str, Any]:
+    at = ("privacy",)
+    if not ck.keys(v, at, PRIVACY):
+        return {}
+    out: dict[str, Any] = {}
+    num = (int, float)
+    for key in ("k", "n"):
+        if key in v and ck.typed(v[key], at + (key,), (int,), "an integer"):
+            if v[key] < 1:
+                ck.bad(at + (key,), f"must be at least 1, got {v[key]}")
+            out[key] = v[key]
+    for key in ("alpha", "delta"):
+        if key in v and ck.typed(v[key], at + (key,), num, "a number"):
+            out[key] = v[key]
+    l_opts = _with_options(ck, v, "l", ("variant", "c"))
+    if l_opts is not None:
+        variants = ("distinct", "entropy", "recursive", "probabilistic")
+        if l_opts.get("variant", "distinct") not in variants:
+            ck.bad(at + ("l", "variant"), f"expected one of {', '.join(variants)}, got {l_opts.get('variant')!r}")
+        out["l"] = l_opts
+    t_opts = _with_options(ck, v, "t", ("distance", "reference"))
+    if t_opts is not None:
+        out["t"] = t_opts
+    if method in ("anatomy", "slicing"):
+        extra = [x for x in out if x != "l"]
+        if extra:
+            ck.bad(at, f"{method} takes privacy.l only, not {', '.join(extra)}")
+    return out
+
+
+def _with_options(ck: _Checker, v: dict, key: str, options: tuple[str, ...]) -> dict[str, Any] | None:
+    """``key: 3`` or ``key: {value: 3, option: ...}`` -> {value, options...} (None when absent or bad)."""
+    if key not in v:
+        return None
+    at = ("privacy", key)
+    nested = isinstance(v[key], dict)
+    d = v[key] if nested else {"value": v[key]}
+    if nested:
+        ck.keys(d, at, ("value",) + options)
+    if not ck.typed(d.get("value"), at + ("value",) if nested else at, (int, float), "a number"):
+        return None
+    return {x: d[x] for x in ("value",) + options if x in d}
+
+
+def _output(ck: _Checker, v: Any) -> dict[str, Any]:
+    at = ("output",)
+    if isinstance(v, str):
+        v = {"table": v}
+    if not ck.keys(v, at, ("table", "format", "path", "view", "replace")):
+        return {"table": ""}
+    if "table" not in v:
+        ck.bad(at, "output.table (the release's name) is missing")
+    else:
+        ck.typed(v["table"], at + ("table",), (str,), "a table name")
+    fmt = v.get("format", "duckdb")
+    if fmt not in FORMATS:
+        ck.bad(at + ("format",), f"expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt in ("parquet", "csv") and "path" not in v:
+        ck.bad(at, f"format {fmt} needs output.path")
+    if "path" in v and ck.typed(v["path"], at + ("path",), (str,), "a file path"):
+        if fmt in ("parquet", "csv") and Path(v["path"]).suffix.lower() != "." + fmt:
+            ck.bad(at + ("path",), f"a {fmt} output's path ends in .{fmt}, got {v['path']!r}")
+    for key in ("view", "replace"):
+        if key in v:
+            ck.typed(v[key], at + (key,), (bool,), "a boolean")
+    return {"table": v.get("table", ""), **{x: v[x] for x in ("format", "path", "view", "replace") if x in v}}
+
+
+def _report(ck: _Checker, v: Any) -> dict[str, str]:
+    at = ("report",)
+    if v is None:
+        return {}
+    if isinstance(v, str):
+        v = {"html": v} if not v.endswith(".json") else {"json": v}
+    if not ck.keys(v, at, ("html", "json")):
+        return {}
+    for key in v:
+        ck.typed(v[key], at + (key,), (str,), "a file path")
+    return {k: x for k, x in v.items() if isinstance(x, str)}
+
+
+__all__ = ["Attribute", "Spec", "SpecError", "load_spec"]
