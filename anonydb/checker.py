@@ -98,8 +98,10 @@ def _fmt(x: Any) -> str:
 
 
 def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distance=None, n=None,
-                 delta=None, alpha=None, supersets="subsets", reference="table") -> list[Model]:
-    """The models named by the usual parameters (as in the CLI)."""
+                 delta=None, alpha=None, supersets="subsets", reference="table", bt=None,
+                 bt_distance=None) -> list[Model]:
+    """The models named by the usual parameters (as in the CLI). ``bt``: (B,t)-privacy as one
+    (b, t) pair or a list of them (skyline (B,t)-privacy), ``bt_distance`` its D."""
     models: list[Model] = []
     if alpha is not None:
         if k is None:
@@ -121,6 +123,19 @@ def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distan
         raise InputError("distance applies to t-closeness: give t as well")
     if delta is not None:
         models.append(DeltaDisclosure(delta))
+    if bt is not None:
+        from .models.bt_privacy import BTPrivacy
+
+        pairs = [bt] if isinstance(bt, tuple) or (isinstance(bt, list) and len(bt) == 2
+                                                   and not isinstance(bt[0], (list, tuple))) else list(bt)
+        if not pairs:
+            raise InputError("bt: give at least one (b, t) pair")
+        for pair in pairs:
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise InputError(f"bt: each entry must be a (b, t) pair, got {pair!r}")
+            models.append(BTPrivacy(pair[0], pair[1], bt_distance))
+    elif bt_distance is not None:
+        raise InputError("bt_distance applies to (B,t)-privacy: give bt as well")
     return models
 
 
@@ -151,6 +166,9 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
         raise InputError(f"{names} needs a sensitive attribute (--sensitive)")
     if max_groups is not None and (not isinstance(max_groups, int) or max_groups < 0):
         raise InputError(f"max_groups must be an integer >= 0 or None, got {max_groups!r}")
+    if any(getattr(m, "needs_members", False) for m in models):
+        raise InputError("(B,t)-privacy judges each tuple's exact QIs against its group: check a release with "
+                         "anonydb.audit.audit_distribution (rows with their group and exact QIs)")
     hierarchies = dict(hierarchies or {})
 
     with eng.scratch("check") as s:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import __version__
 from .checker import check
@@ -118,10 +118,19 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--sensitive", help="the sensitive attribute")
     a.add_argument("--out", required=True, help="the release table to create (in --db); anatomy writes "
                    "<out>_qit and <out>_st")
-    a.add_argument("--method", choices=("mondrian", "anatomy", "fulldomain", "slicing"), default="mondrian",
+    a.add_argument("--method", choices=("mondrian", "anatomy", "fulldomain", "slicing", "injector"), default="mondrian",
                    help="mondrian (generalized release, default), anatomy (QIT/ST pair, needs --l), fulldomain "
-                        "(one hierarchy level per QI, the best by --metric; needs --hierarchy for every QI) or "
-                        "slicing (column tables <out>_c1.. and the sliced view <out>; needs --l)")
+                        "(one hierarchy level per QI, the best by --metric; needs --hierarchy for every QI), "
+                        "slicing (column tables <out>_c1.. and the sliced view <out>; needs --l) or injector "
+                        "(QIT/ST pair, matching l-diverse against rules mined from the data; needs --l)")
+    a.add_argument("--min-exp", type=float, metavar="E",
+                   help="injector: the minimum expectation of the mined negative association rules (default 0.9)")
+    a.add_argument("--bt", action="append", default=[], metavar="B:T",
+                   help="mondrian: (B,t)-privacy against the kernel-prior adversary of bandwidth B (one number, or "
+                        "one per QI comma-separated): every tuple's posterior within t of its prior; repeat for "
+                        "skyline (B,t)-privacy")
+    a.add_argument("--bt-distance", choices=("equal", "ordered", "hierarchical", "js"),
+                   help="mondrian --bt: the distance D between prior and posterior (default as for --t)")
     a.add_argument("--columns", metavar="C|SPEC",
                    help="slicing: the number of columns c (default 2), or the columns themselves as "
                         "'a,b|c,d' (attributes comma-separated, columns separated by |)")
@@ -183,6 +192,30 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--html", metavar="PATH", help="write the HTML report here")
     rp.add_argument("--json", action="store_true", help="print the report as JSON")
 
+    au = sub.add_parser("audit", help="attack an existing release with background knowledge mined from its source: "
+                                      "rule-based (--l) or distribution-based (--b, --t)")
+    au.add_argument("release", help="the release: NAME with tables NAME_qit and NAME_st (Anatomy, Injector); a "
+                                    "table with a group column (--group) and the exact QIs (a sliced release whose "
+                                    "QIs share one column, a bucketized table); or a generalized table with --key")
+    au.add_argument("--source", required=True, help="the table or file the release was made from (the adversary's "
+                                                    "knowledge is mined from it)")
+    au.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
+    au.add_argument("--sensitive", required=True, help="the sensitive attribute")
+    au.add_argument("--group", help="the release's group column (default group_id for QIT/ST, bucket_id for a sliced "
+                                    "release, eq_class otherwise)")
+    au.add_argument("--key", help="a generalized release: the column identifying the source row (kept in both)")
+    au.add_argument("--l", type=float, help="rule-based: vulnerable = fewer than l possible sensitive values")
+    au.add_argument("--min-exp", type=float, default=0.9, help="rule-based: minimum expectation (default 0.9)")
+    au.add_argument("--mode", choices=("matching", "simple"), default="matching",
+                    help="rule-based: count valid values by matching (default) or by group values minus the IVS")
+    au.add_argument("--b", metavar="B", help="distribution-based: the adversary's bandwidth (one number or one per QI)")
+    au.add_argument("--t", type=float, help="distribution-based: vulnerable = D[prior, posterior] > t")
+    au.add_argument("--distance", choices=("equal", "ordered", "hierarchical", "js"),
+                    help="distribution-based: D (default as for t-closeness)")
+    au.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH", help="hierarchy of an attribute")
+    au.add_argument("--db", help="DuckDB database file")
+    au.add_argument("--json", action="store_true", help="print the result as JSON")
+
     d = sub.add_parser("demo", help="generate a synthetic census table in memory, generalize it and check it")
     d.add_argument("--rows", type=int, default=100_000, help="rows of the synthetic table (default 100000)")
     d.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
@@ -208,6 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "report":
             return _report(args)
+        if args.command == "audit":
+            return _audit(args)
         if args.command == "demo":
             from .demo import run_demo
 
@@ -286,6 +321,10 @@ def _anonymize(args: argparse.Namespace) -> int:
                     if getattr(args, n) is not None]
     if slicing_only and args.method != "slicing":
         raise InputError(f"{', '.join(slicing_only)} belong to --method slicing")
+    if args.min_exp is not None and args.method != "injector":
+        raise InputError("--min-exp belongs to --method injector")
+    if (args.bt or args.bt_distance) and args.method != "mondrian":
+        raise InputError("--bt and --bt-distance belong to --method mondrian")
     if args.membership and args.method not in ("slicing", "anatomy"):
         raise InputError("--membership belongs to --method slicing or anatomy")
     if _presence_args(args):
@@ -295,6 +334,8 @@ def _anonymize(args: argparse.Namespace) -> int:
         return _slicing(args, engine, hierarchies, progress)
     if args.method == "anatomy":
         return _anatomy(args, engine)
+    if args.method == "injector":
+        return _injector(args, engine, hierarchies)
     if args.method == "fulldomain":
         return _fulldomain(args, engine, hierarchies, progress)
     if args.groups:
@@ -304,7 +345,8 @@ def _anonymize(args: argparse.Namespace) -> int:
             args.source, args.qi, args.sensitive, out=args.out, engine=engine, hierarchies=hierarchies, kinds=kinds,
             identifiers=args.identifiers, relaxed=args.relaxed, categorical=args.categorical, replace=args.replace,
             seed=args.seed, progress=progress, as_view=args.view, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
-            t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, reference=args.reference)
+            t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, reference=args.reference,
+            bt=[_bt_arg(x, args.qi) for x in args.bt] or None, bt_distance=args.bt_distance)
         progress.done()
         if args.export:
             _export(engine, args.out, args.export)
@@ -512,14 +554,7 @@ def _slicing(args: argparse.Namespace, engine, hierarchies, progress=None) -> in
     from .methods import slicing
     from .schema import split_list
 
-    others = [f"--{n.replace('_', '-')}" for n in ("k", "t", "n", "alpha", "delta", "c", "groups", "identifiers")
-              if getattr(args, n)]
-    if args.l_variant != "distinct":
-        others.append("--l-variant")
-    if others:
-        raise InputError(f"--method slicing takes --l (l-diverse slicing: p(t,s) <= 1/l); not {', '.join(others)}")
-    if args.l is None:
-        raise InputError("--method slicing needs --l")
+    _l_only(args, "slicing", "--l (l-diverse slicing: p(t,s) <= 1/l)")
     cols: object = 2
     if args.columns is not None:
         spec = args.columns.strip()
@@ -548,6 +583,148 @@ def _slicing(args: argparse.Namespace, engine, hierarchies, progress=None) -> in
         print(r.format())
         if m:
             print(m.format())
+    return 0
+
+
+def _bt_arg(text: str, qi: str) -> tuple[Any, float]:
+    """--bt B:T -> (b, t): B one number or one per QI (comma-separated, in --qi order)."""
+    from .schema import split_list
+
+    b, sep, t = text.rpartition(":")
+    try:
+        tv = float(t)
+        bs = [float(x) for x in b.split(",")] if sep else []
+    except ValueError:
+        bs = []
+    if not sep or not bs:
+        raise InputError(f"--bt expects B:T (e.g. 0.3:0.2, or one bandwidth per QI: 0.3,0.5,...:0.2), got {text!r}")
+    if len(bs) == 1:
+        return bs[0], tv
+    qis = split_list(qi, "--qi")
+    if len(bs) != len(qis):
+        raise InputError(f"--bt {text!r}: {len(bs)} bandwidths for {len(qis)} quasi-identifiers")
+    return dict(zip(qis, bs)), tv
+
+
+def _l_only(args: argparse.Namespace, method: str, takes: str) -> None:
+    """Methods whose only privacy model is distinct l: reject the other model options, require --l."""
+    others = [f"--{n.replace('_', '-')}" for n in ("k", "t", "n", "alpha", "delta", "c", "groups", "identifiers")
+              if getattr(args, n)]
+    if args.l_variant != "distinct":
+        others.append("--l-variant")
+    if others:
+        raise InputError(f"--method {method} takes {takes}; not {', '.join(others)}")
+    if args.l is None:
+        raise InputError(f"--method {method} needs --l")
+
+
+def _injector(args: argparse.Namespace, engine, hierarchies) -> int:
+    import json
+
+    from pathlib import Path
+
+    from .methods import injector
+
+    _l_only(args, "injector", "--l, --min-exp and --hierarchy")
+    if not args.sensitive:
+        raise InputError("--method injector needs --sensitive")
+    try:
+        result = injector(args.source, args.qi, args.sensitive, l=_int_if_whole(args.l), out=args.out, engine=engine,
+                          min_exp=0.9 if args.min_exp is None else args.min_exp, hierarchies=hierarchies or None,
+                          seed=args.seed, replace=args.replace)
+        if args.export:
+            path = Path(args.export)
+            for table, part in ((result.qit, "qit"), (result.st, "st")):
+                _export(engine, table, str(path.with_name(f"{path.stem}_{part}{path.suffix}")))
+    finally:
+        engine.close()
+    if args.json:
+        print(json.dumps({"qit": result.qit, "st": result.st, "rows": result.rows, "groups": result.groups,
+                          "rules": result.rules, "rules_total": result.rules_total,
+                          "profile": {str(k): v for k, v in result.profile.items()}, "leftovers": result.leftovers,
+                          "merges": result.merges, "min_valid": result.min_valid, "seconds": result.seconds,
+                          "mine_seconds": result.mine_seconds, "verification": result.report.to_dict()},
+                         indent=2, default=str))
+    else:
+        print(result.format())
+    return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    """anonydb audit: the background-knowledge attacks of the thesis on an existing release."""
+    import json
+
+    from .audit import audit_distribution, audit_rules
+    from .engine import DuckDBEngine
+    from .hierarchy import parse_hierarchy_arg
+    from .knowledge import mine_rules
+    from .schema import split_list
+    from .sources import open_source
+    from .sqlgen import ident
+
+    hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
+    rules_mode = args.l is not None
+    dist_mode = args.b is not None or args.t is not None
+    if rules_mode == dist_mode:
+        raise InputError("give --l (rule-based audit: tuples with fewer than l possible values under the mined rules) "
+                         "or --b and --t (distribution-based: tuples whose posterior moves more than t)")
+    if dist_mode and (args.b is None or args.t is None):
+        raise InputError("the distribution-based audit needs both --b (the adversary's bandwidth) and --t")
+    qi = split_list(args.qi, "--qi")
+    engine = DuckDBEngine(args.db)
+    out: dict[str, Any] = {}
+    try:
+        with engine.scratch("cli_audit") as s:
+            src = open_source(engine, args.source, scratch=s)
+            qit, st = f"{args.release}_qit", f"{args.release}_st"
+            table = None
+            if engine.exists(qit) and engine.exists(st):
+                group = args.group or "group_id"
+            else:
+                rel = open_source(engine, args.release, scratch=s)
+                cols = dict(engine.columns(rel))
+                group = args.group or ("bucket_id" if "bucket_id" in cols and "eq_class" not in cols else "eq_class")
+                if group not in cols:
+                    raise InputError(f"{args.release!r} has no column {group!r} naming each record's group (--group); "
+                                     f"neither are there tables {qit!r} and {st!r}")
+                if all(c in cols for c in qi + [args.sensitive]) and not args.key:
+                    # exact QIs but no trusted pairing with the values (a sliced or bucketized table): the
+                    # groups' QI tuples and value counts, as a QIT/ST pair
+                    g = ident(group)
+                    qit = s.table(f"SELECT {g}, {', '.join(ident(c) for c in qi)} FROM {ident(rel)}")
+                    st = s.table(f"SELECT {g}, {ident(args.sensitive)}, count(*) AS {ident('count')} "
+                                 f"FROM {ident(rel)} GROUP BY ALL")
+                else:
+                    if not args.key:
+                        raise InputError("the release generalizes the QIs: give --key, a column kept in the release "
+                                         "that identifies the source row, to join back the exact QIs")
+                    for name, have in ((args.release, cols), (args.source, dict(engine.columns(src)))):
+                        if args.key not in have:
+                            raise InputError(f"--key {args.key!r} is not a column of {name!r}")
+                    table = s.table(f"SELECT r.{ident(group)}, x.* FROM {ident(rel)} AS r JOIN {ident(src)} AS x "
+                                    f"ON r.{ident(args.key)} = x.{ident(args.key)}")
+            where = dict(table=table) if table is not None else dict(qit=qit, st=st)
+            if rules_mode:
+                kb = mine_rules(src, qi, args.sensitive, min_exp=args.min_exp, hierarchies=hierarchies or None,
+                                engine=engine, scratch=s)
+                res = audit_rules(kb, _int_if_whole(args.l), engine=engine, group=group, sensitive=args.sensitive,
+                                  mode=args.mode, **where)
+                out = {"kind": "rules", "min_exp": args.min_exp, "rules": kb.minimal, "l": res.l, "mode": res.mode,
+                       "rows": res.rows, "groups": res.groups, "vulnerable": res.vulnerable,
+                       "vulnerable_groups": res.vulnerable_groups, "min_possible": res.min_possible,
+                       "by_count": res.by_count}
+                text = f"{kb.minimal} minimal rules mined at minExp {args.min_exp:g}\n" + res.format()
+            else:
+                res = audit_distribution(_bt_arg(f"{args.b}:{args.t}", args.qi)[0], args.t, engine=engine, qi=qi,
+                                         sensitive=args.sensitive, group=group, prior_source=src,
+                                         distance=args.distance, hierarchies=hierarchies or None, **where)
+                out = {"kind": "distribution", "b": res.b, "t": res.t, "distance": res.distance, "rows": res.rows,
+                       "groups": res.groups, "vulnerable": res.vulnerable, "vulnerable_groups": res.vulnerable_groups,
+                       "worst": res.worst}
+                text = res.format()
+    finally:
+        engine.close()
+    print(json.dumps(out, indent=2, default=str) if args.json else text)
     return 0
 
 

@@ -28,9 +28,13 @@ from .schema import split_list
 from .spec import Spec, SpecError, load_spec
 from .sqlgen import ident, literal
 
-METHODS = ("mondrian", "fulldomain", "anatomy", "slicing")
-MODEL_PARAMS = ("k", "l", "l_variant", "c", "t", "distance", "n", "alpha", "delta", "reference", "supersets")
-CLASS_COLUMN = {"mondrian": "eq_class", "fulldomain": "eq_class", "anatomy": "group_id", "slicing": "bucket_id"}
+METHODS = ("mondrian", "fulldomain", "anatomy", "slicing", "injector")
+#: methods releasing a QIT/ST pair (<out>_qit, <out>_st)
+QIT_ST = ("anatomy", "injector")
+MODEL_PARAMS = ("k", "l", "l_variant", "c", "t", "distance", "n", "alpha", "delta", "reference", "supersets", "bt",
+                "bt_distance")
+CLASS_COLUMN = {"mondrian": "eq_class", "fulldomain": "eq_class", "anatomy": "group_id", "slicing": "bucket_id",
+                "injector": "group_id"}
 
 
 @dataclass
@@ -112,7 +116,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     models = {k: v for k, v in params.items() if k in MODEL_PARAMS and v is not None}
     opts = {k: v for k, v in params.items() if k not in MODEL_PARAMS}
     allowed = {"mondrian": ("relaxed", "categorical", "try_all_dims"), "fulldomain": ("max_suppression", "metric"),
-               "anatomy": ("groups",), "slicing": ("columns", "sensitive_column_size", "column_k", "tries", "bins",
+               "anatomy": ("groups",), "injector": ("min_exp",), "slicing": ("columns", "sensitive_column_size", "column_k", "tries", "bins",
                                                    "membership", "split_on", "min_bucket")}[method]
     unknown = [k for k in opts if k not in allowed]
     if unknown:
@@ -120,6 +124,14 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                          f"{', '.join(allowed)} besides the privacy models")
     if as_view and method not in ("mondrian", "anatomy"):
         raise InputError(f"as_view is offered by mondrian and anatomy, not {method}")
+    if method != "mondrian" and ("bt" in models or "bt_distance" in models):
+        raise InputError(f"(B,t)-privacy (bt) is judged per tuple inside Mondrian; {method} does not offer it")
+    if method == "injector":
+        extra = [k for k in models if k != "l" and not (k == "l_variant" and models[k] == "distinct")]
+        if extra or "l" not in models:
+            raise InputError(f"injector releases matching l-diverse groups: give l (not {', '.join(extra) or 'nothing'})")
+        if identifiers:
+            raise InputError("injector releases only the QIs and the sensitive attribute; drop identifiers first")
     if method in ("anatomy", "slicing"):
         extra = [k for k in models if k not in ("l", "l_variant", "c")]
         if extra or "l" not in models:
@@ -142,6 +154,10 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             raise InputError("anatomy releases the QIs unchanged: it takes no hierarchies")
         r = m.anatomy(source, qi_cols, sensitive, out=out, engine=eng, seed=seed, replace=replace, as_view=as_view,
                       l=models["l"], l_variant=models.get("l_variant", "distinct"), c=models.get("c"), **opts)
+        tables, main, rows, report = {"qit": r.qit, "st": r.st}, r.qit, r.rows, r.report
+    elif method == "injector":
+        r = m.injector(source, qi_cols, sensitive, l=models["l"], out=out, engine=eng, hierarchies=hierarchies,
+                       seed=seed, replace=replace, **opts)
         tables, main, rows, report = {"qit": r.qit, "st": r.st}, r.qit, r.rows, r.report
     else:
         o = dict(opts)
@@ -215,7 +231,7 @@ def _spec_source(eng: Engine, s: Any, sp: Spec) -> str:
 
 def _parts(rel: Release, sp: Spec) -> list[tuple[str, Path]]:
     path = Path(sp.output_path or f"{sp.table}.{sp.format}")
-    if rel.method == "anatomy":
+    if rel.method in QIT_ST:
         return [(rel.tables[p], path.with_name(f"{path.stem}_{p}{path.suffix}")) for p in ("qit", "st")]
     if rel.method == "slicing":  # the sliced table, and its column tables (what a check needs)
         cols = sorted((k for k in rel.tables if k != "view"), key=lambda k: int(k[1:]))
@@ -271,7 +287,7 @@ def spec_report(spec: Spec | str | Path, *, db: str | None = None, threshold: fl
             if files:
                 reader = "read_parquet" if sp.format == "parquet" else "read_csv_auto"
                 base = Path(sp.output_path or f"{sp.table}.{sp.format}")
-                roles = {"anatomy": ["qit", "st"]}.get(sp.method, ["release"])
+                roles = ["qit", "st"] if sp.method in QIT_ST else ["release"]
                 if sp.method == "slicing":
                     i = 1
                     while base.with_name(f"{base.stem}_c{i}{base.suffix}").is_file():
@@ -284,7 +300,7 @@ def spec_report(spec: Spec | str | Path, *, db: str | None = None, threshold: fl
                                          f"`anonydb release {sp.path}` first")
                     parts[role] = s.table(f"SELECT * FROM {reader}({literal(str(path))})")
             else:
-                names = ({"qit": f"{sp.table}_qit", "st": f"{sp.table}_st"} if sp.method == "anatomy" else
+                names = ({"qit": f"{sp.table}_qit", "st": f"{sp.table}_st"} if sp.method in QIT_ST else
                          {"release": sp.table})
                 for role, name in names.items():
                     if not eng.exists(name):
@@ -292,9 +308,15 @@ def spec_report(spec: Spec | str | Path, *, db: str | None = None, threshold: fl
                                          f"`anonydb release {sp.path}` first")
                     parts[role] = name
             mp = sp.model_params()
-            if sp.method == "anatomy":
-                models = build_models(l=mp["l"], l_variant=mp.get("l_variant", "distinct"), c=mp.get("c"))
-                rep = verify_anatomy(eng, parts["qit"], parts["st"], sp.qi, sp.sensitive, models)
+            if sp.method in QIT_ST:
+                if sp.method == "anatomy":
+                    models = build_models(l=mp["l"], l_variant=mp.get("l_variant", "distinct"), c=mp.get("c"))
+                    rep = verify_anatomy(eng, parts["qit"], parts["st"], sp.qi, sp.sensitive, models)
+                else:  # the rules re-mined from the source, the groups judged by matching l-diversity
+                    from .methods.injector import recheck
+
+                    rep = recheck(eng, src, parts["qit"], parts["st"], sp.qi, sp.sensitive, mp["l"],
+                                  sp.method_params.get("min_exp", 0.9), sp.hierarchies or None)
                 out = table_report(eng, parts["qit"], sp.qi, None, original=src, threshold=threshold)
                 out["verdicts"], out["holds"] = [v.to_dict() for v in rep.verdicts], rep.holds
                 out["classes"] = {**class_sizes(eng, parts["qit"], ["group_id"]), "unit": "QIT group"}

@@ -100,7 +100,7 @@ def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
     eng = rel.engine
     method = rel.method
     r = rel.result
-    if method == "anatomy":
+    if method in ("anatomy", "injector"):
         keys, unit = rel.qi, "records sharing the QIT's QI values (unchanged from the source)"
         classes = class_sizes(eng, rel.tables["qit"], ["group_id"])
         classes["unit"] = "QIT group"
@@ -112,7 +112,7 @@ def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
         keys, unit = [CLASS_COLUMN[method]], "equivalence class (records sharing the released QI values)"
         classes = class_sizes(eng, rel.table, keys)
         classes["unit"] = "equivalence class"
-    risk_table = rel.tables["qit"] if method == "anatomy" else (rel.tables["c1"] if method == "slicing" else rel.table)
+    risk_table = rel.tables["qit"] if method in ("anatomy", "injector") else (rel.tables["c1"] if method == "slicing" else rel.table)
     risk = prosecutor_risk(eng, risk_table, keys, threshold)
     risk["unit"] = unit
     if method == "mondrian":
@@ -125,10 +125,13 @@ def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
                 "by_qi": {q: (r.levels[q] / hs[q] if hs[q] else 0.0) for q in rel.qi},
                 "levels": dict(r.levels)}
         utility = {"metric": r.metric_name, "value": r.metric, **r.metrics, "suppressed": r.suppressed}
-    elif method == "anatomy":
-        loss = {"measure": "none: Anatomy releases the QIs unchanged (the QI-sensitive link is broken instead)",
-                "by_qi": {q: 0.0 for q in rel.qi}}
+    elif method in ("anatomy", "injector"):
+        loss = {"measure": f"none: {method.capitalize()} releases the QIs unchanged (the QI-sensitive link is broken "
+                           f"instead)", "by_qi": {q: 0.0 for q in rel.qi}}
         utility = {"groups": r.groups}
+        if method == "injector":
+            utility.update({"rules": r.rules, "rules_total": r.rules_total, "leftovers": r.leftovers,
+                            "merges": r.merges, "min_valid": r.min_valid})
     else:
         gen = set()
         for i in r.generalized:

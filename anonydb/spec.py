@@ -38,12 +38,13 @@ METHODS = {
     "fulldomain": {"max_suppression": ((int, float), "a fraction in [0, 1]"),
                    "metric": ((str,), "dm, aecs, height, precision, loss or entropy")},
     "anatomy": {"groups": ((str,), "a column name")},
+    "injector": {"min_exp": ((int, float), "a number in (0, 1)")},
     "slicing": {"columns": ((int, list), "a number of columns or a list of attribute lists"),
                 "sensitive_column_size": ((int,), "an integer"), "column_k": ((int,), "an integer"),
                 "tries": ((int,), "an integer"), "bins": ((int,), "an integer"),
                 "membership": ((bool,), "a boolean")},
 }
-PRIVACY = ("k", "l", "t", "n", "alpha", "delta")
+PRIVACY = ("k", "l", "t", "n", "alpha", "delta", "bt")
 FORMATS = ("duckdb", "parquet", "csv")
 TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed")
 
@@ -133,6 +134,10 @@ class Spec:
                 out["distance"] = tv["distance"]
             if "reference" in tv:
                 out["reference"] = tv["reference"]
+        if "bt" in p:
+            out["bt"] = [(e["b"], e["t"]) for e in p["bt"]]
+            if p["bt"][0].get("distance"):
+                out["bt_distance"] = p["bt"][0]["distance"]
         return out
 
     def resolve(self, p: str) -> str:
@@ -250,9 +255,9 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
         ck.bad(("attributes",), "no attribute has role qi")
     if len(roles.get("sensitive", [])) > 1:
         ck.bad(("attributes",), f"one sensitive attribute is supported, got {', '.join(roles['sensitive'])}")
-    if method in ("anatomy", "slicing") and attrs and not roles.get("sensitive"):
+    if method in ("anatomy", "slicing", "injector") and attrs and not roles.get("sensitive"):
         ck.bad(("method",), f"{method} needs an attribute with role sensitive")
-    if method in ("anatomy", "slicing") and "l" not in privacy and "privacy" in raw:
+    if method in ("anatomy", "slicing", "injector") and "l" not in privacy and "privacy" in raw:
         ck.bad(("privacy",), f"{method} releases l-diverse groups: give privacy.l")
     if method == "fulldomain":
         for a in attrs:
@@ -395,6 +400,26 @@ def _privacy(ck: _Checker, v: Any, method: str) -> dict[str, Any]:
     for key in ("alpha", "delta"):
         if key in v and ck.typed(v[key], at + (key,), num, "a number"):
             out[key] = v[key]
+    if "bt" in v:  # (B,t)-privacy: {b, t, distance} or a list of them (skyline)
+        entries = v["bt"] if isinstance(v["bt"], list) else [v["bt"]]
+        got = []
+        for i, e in enumerate(entries):
+            where = at + ("bt",) if not isinstance(v["bt"], list) else at + ("bt", str(i))
+            if not isinstance(e, dict) or not {"b", "t"} <= set(e) or set(e) - {"b", "t", "distance"}:
+                ck.bad(where, f"expected a mapping with b, t (and optionally distance), got {e!r}")
+                continue
+            if not (isinstance(e["b"], (int, float, list, dict)) and not isinstance(e["b"], bool)):
+                ck.bad(where + ("b",), f"expected a bandwidth (a number, a list or a mapping per QI), got {e['b']!r}")
+                continue
+            if ck.typed(e["t"], where + ("t",), num, "a number"):
+                got.append(e)
+        if method != "mondrian":
+            ck.bad(at + ("bt",), f"(B,t)-privacy is offered by method mondrian, not {method}")
+        dists = {e.get("distance") for e in got}
+        if len(dists) > 1:
+            ck.bad(at + ("bt",), "every (B,t) entry must use the same distance")
+        if got:
+            out["bt"] = got
     l_opts = _with_options(ck, v, "l", ("variant", "c"))
     if l_opts is not None:
         variants = ("distinct", "entropy", "recursive", "probabilistic")
@@ -404,7 +429,7 @@ def _privacy(ck: _Checker, v: Any, method: str) -> dict[str, Any]:
     t_opts = _with_options(ck, v, "t", ("distance", "reference"))
     if t_opts is not None:
         out["t"] = t_opts
-    if method in ("anatomy", "slicing"):
+    if method in ("anatomy", "slicing", "injector"):
         extra = [x for x in out if x != "l"]
         if extra:
             ck.bad(at, f"{method} takes privacy.l only, not {', '.join(extra)}")

@@ -473,7 +473,7 @@ def test_errors_name_the_function(con):
 
 def test_register_is_idempotent_and_unregister_removes(con):
     assert udfs.UDF_NAMES == ("emd_equal", "emd_ordered", "emd_hierarchical", "hist_entropy", "l_entropy",
-                              "recursive_cl")
+                              "recursive_cl", "matching_pairing")
     udfs.register(con)  # again: replaced, not an error
     names = {r[0] for r in con.sql("SELECT function_name FROM duckdb_functions() WHERE function_type = 'scalar'")
              .fetchall()}

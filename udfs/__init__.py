@@ -193,6 +193,25 @@ def _recursive_cl(counts: pa.Array, c: pa.Array, l: pa.Array) -> np.ndarray:
                         l.to_numpy(zero_copy_only=False).astype(np.int64))
 
 
+def _matching_pairing(masks: Any, mask_counts: Any, codes: Any, code_counts: Any) -> pa.Array:
+    """Per row (a group): :func:`core.matching_pairing` over its lists; NULL when infeasible."""
+    cols = [_array(c) for c in (masks, mask_counts, codes, code_counts)]
+    out = []
+    for m, mc, c, cc in zip(*(col.to_pylist() for col in cols)):
+        if m is None or mc is None or c is None or cc is None or len(m) != len(mc) or len(c) != len(cc):
+            out.append(None)
+        else:
+            out.append(core.matching_pairing(m, mc, c, cc))
+    return pa.array(out, type=pa.list_(pa.int64()))
+
+
+# name, callable, parameter types, return type: UDFs whose result is not one number per row
+_LIST_SPECS: tuple[tuple[str, Callable[..., pa.Array], list[str], str], ...] = (
+    ("matching_pairing", lambda a, b, c, d: _matching_pairing(a, b, c, d), ["BIGINT[]", "BIGINT[]", "INTEGER[]", "BIGINT[]"],
+     "BIGINT[]"),
+)
+
+
 _hist_entropy.__doc__ = entropy.__doc__
 _l_entropy.__doc__ = l_entropy.__doc__
 _emd_hierarchical.__doc__ = emd_hierarchical.__doc__
@@ -209,12 +228,13 @@ _SPECS: tuple[tuple[str, Callable[..., np.ndarray], list[str], str], ...] = (
 )
 _ARROW_TYPES = {"DOUBLE": pa.float64(), "BOOLEAN": pa.bool_()}
 
-UDF_NAMES: tuple[str, ...] = tuple(s[0] for s in _SPECS)
+UDF_NAMES: tuple[str, ...] = tuple(s[0] for s in _SPECS) + tuple(s[0] for s in _LIST_SPECS)
 
 #: the Arrow UDF callables by SQL name (what ``register`` hands to DuckDB)
 UDFS: dict[str, Callable[..., pa.Array]] = {
     name: _vectorized(compute, _ARROW_TYPES[ret]) for name, compute, _, ret in _SPECS
 }
+UDFS.update({name: fn for name, fn, _, _ in _LIST_SPECS})
 
 
 def register(con: Any) -> Any:
@@ -224,7 +244,7 @@ def register(con: Any) -> Any:
     """
     import duckdb
 
-    for name, _, params, ret in _SPECS:
+    for name, _, params, ret in _SPECS + _LIST_SPECS:
         def create() -> None:
             con.create_function(name, UDFS[name], params, ret, type="arrow", null_handling="special")
 

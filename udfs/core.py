@@ -36,6 +36,7 @@ __all__ = [
     "emd_ordered",
     "entropy",
     "flatten",
+    "matching_pairing",
     "l_entropy",
     "recursive_cl",
 ]
@@ -412,3 +413,73 @@ def recursive_cl(values: Any, offsets: Any, c: Any, l: Any) -> np.ndarray:
     r1 = np.zeros(n)
     r1[m > 0] = v[start[m > 0]]
     return (m >= l) & (r1 < c * tail)
+
+
+# --------------------------------------------------------------------------- matching
+
+
+def matching_pairing(masks: Sequence[int], mask_counts: Sequence[int], codes: Sequence[int],
+                     code_counts: Sequence[int]) -> list[int] | None:
+    """A perfect assignment of a group's value occurrences to its tuples that respects cannot-take
+    constraints [Li thesis §3.4.1; spec-injector-tradeoff-foreground 2.3], at the level of classes:
+    tuples of class i (``mask_counts[i]`` of them) cannot take the value codes whose bits are set in
+    ``masks[i]``; value ``codes[j]`` occurs ``code_counts[j]`` times. Returns the flows
+    f[i * len(codes) + j] (tuples of class i given value j), or None when no perfect assignment
+    exists. Max flow by shortest augmenting paths (Edmonds-Karp) on the classes x values graph."""
+    nc, nv = len(masks), len(codes)
+    cap_c = [int(x) for x in mask_counts]
+    cap_v = [int(x) for x in code_counts]
+    if sum(cap_c) != sum(cap_v):
+        return None
+    ok = [[((int(masks[i]) >> int(codes[j])) & 1) == 0 for j in range(nv)] for i in range(nc)]
+    flow = [[0] * nv for _ in range(nc)]
+    left_c, left_v = cap_c[:], cap_v[:]
+    total = sum(cap_c)
+    sent = 0
+    while sent < total:
+        # BFS from every class with spare supply over (class -> value if allowed; value -> class if flow > 0)
+        prev_c: dict[int, tuple[str, int] | None] = {i: None for i in range(nc) if left_c[i] > 0}
+        prev_v: dict[int, int] = {}
+        frontier = list(prev_c)
+        end = None
+        while frontier and end is None:
+            nxt = []
+            for i in frontier:
+                for j in range(nv):
+                    if ok[i][j] and j not in prev_v:
+                        prev_v[j] = i
+                        if left_v[j] > 0:
+                            end = j
+                            break
+                        for i2 in range(nc):
+                            if flow[i2][j] > 0 and i2 not in prev_c:
+                                prev_c[i2] = ("v", j)
+                                nxt.append(i2)
+                if end is not None:
+                    break
+            frontier = nxt
+        if end is None:
+            return None
+        # the bottleneck along the path, then push it
+        path, j = [], end
+        while True:
+            i = prev_v[j]
+            path.append((i, j))
+            back = prev_c[i]
+            if back is None:
+                break
+            j = back[1]
+            path.append((i, j, "back"))
+        amount = min(left_v[end], left_c[path[-1][0]])
+        for step in path:
+            if len(step) == 3:
+                amount = min(amount, flow[step[0]][step[1]])
+        for step in path:
+            if len(step) == 3:
+                flow[step[0]][step[1]] -= amount
+            else:
+                flow[step[0]][step[1]] += amount
+        left_v[end] -= amount
+        left_c[path[-1][0]] -= amount
+        sent += amount
+    return [flow[i][j] for i in range(nc) for j in range(nv)]

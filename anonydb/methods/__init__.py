@@ -2,8 +2,9 @@
 
 from .anatomy import AnatomyResult, anatomy
 from .fulldomain import FullDomainResult, fulldomain
+from .injector import InjectorResult, injector
 from .mondrian import MondrianResult, anonymize
 from .slicing import SlicingResult, slicing
 
-__all__ = ["AnatomyResult", "FullDomainResult", "MondrianResult", "SlicingResult", "anatomy", "anonymize", "fulldomain",
-           "slicing"]
+__all__ = ["AnatomyResult", "FullDomainResult", "InjectorResult", "MondrianResult", "SlicingResult", "anatomy",
+           "anonymize", "fulldomain", "injector", "slicing"]

@@ -157,6 +157,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             hq = _hierarchy_codes(eng, s, qis)
             planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, rid, total,
                                types, hierarchies.get(sensitive) if sensitive else None, qi_cols)
+            planner.bind_members(hierarchies, kinds)
             assign, rounds, tree = planner.run(progress)
             stage = _temp_release_name(eng, out)
             boxes, joined = _materialize(eng, s, base, rid, assign, qis, hq, sensitive, ids, cols, stage, seed)
@@ -166,7 +167,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                 raise AnonyDBError(f"internal error: the release holds {released} rows, the source {total}")
             label_qis = [q.column for q in qis]
             sa_h = {sensitive: hierarchies[sensitive]} if sensitive and sensitive in hierarchies else None
-            plain = [m for m in verify_models if not isinstance(m, NTCloseness)]
+            plain = [m for m in verify_models
+                     if not isinstance(m, NTCloseness) and not getattr(m, "needs_members", False)]
             report = None
             if plain:
                 report = check(stage, label_qis, sensitive, models=plain, engine=eng, hierarchies=sa_h, max_groups=3)
@@ -177,6 +179,12 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                     report = nt_report
                 else:
                     report.verdicts.extend(nt_report.verdicts)
+            if planner.bt:  # judged per tuple from the final classes' rows, with the priors already estimated
+                bt_report = planner.verify_bt(joined)
+                if report is None:
+                    report = bt_report
+                else:
+                    report.verdicts.extend(bt_report.verdicts)
             if not report.holds:
                 bad = next(v for v in report.verdicts if not v.holds)
                 g = bad.violations[0] if bad.violations else None
@@ -342,9 +350,23 @@ class _Planner:
         self.nt = [m for m in models if isinstance(m, NTCloseness)]
         self.nt_n = min((m.n for m in self.nt), default=None)
         self.nt_extra = dict
+        #: models judging tuples against their group ((B,t)-privacy) read the rows' QI tuples
+        self.bt = [m for m in models if getattr(m, "needs_members", False)]
+        self.qids = None
 
     def render(self, template: str, **kw):
         return self.eng.render(template, qis=self.qis, hq=self.hq, sensitive=self.sa, relaxed=self.relaxed, **kw)
+
+    def bind_members(self, hierarchies, kinds) -> None:
+        """Number the distinct QI tuples and estimate each tuple-judging model's prior over them."""
+        if not self.bt:
+            return
+        from ..prior import distinct_qids
+
+        self.qids = distinct_qids(self.eng, self.s, self.base, self.qi_cols)
+        for m in self.bt:
+            m.bind(self.eng, self.base, self.qi_cols, self.sa, qids=self.qids, scratch=self.s,
+                   hierarchies=hierarchies, kinds=kinds)
 
     def ctx(self, cells: str, groups: str, keys: list[str], glob: str | None, domain: int, **extra) -> GroupContext:
         return GroupContext(engine=self.eng, keys=keys, cells=cells, groups=groups, glob=glob, total=self.total,
@@ -358,11 +380,12 @@ class _Planner:
         return self.s.table(f"SELECT {', '.join(ident(k) for k in keys)}, sum(_adb_cnt) AS _adb_n FROM {ident(cells)} "
                             f"GROUP BY ALL")
 
-    def judge(self, cells: str, keys: list[str], first: bool = False, groups: str | None = None) -> str:
+    def judge(self, cells: str, keys: list[str], first: bool = False, groups: str | None = None,
+              members: str | None = None) -> str:
         """SQL of (keys..., _adb_ok): every model holds on the group (the models' own verdict
         plans; the expensive ones materialized)."""
         groups = groups or self.groups_of(cells, keys)
-        ctx = self.ctx(cells, groups, keys, self.glob, self.domain, **self.nt_extra())
+        ctx = self.ctx(cells, groups, keys, self.glob, self.domain, members=members, **self.nt_extra())
         if first:
             for m in self.models:
                 m.prepare(ctx)
@@ -376,7 +399,8 @@ class _Planner:
     def setup(self) -> None:
         e, s = self.eng, self.s
         cols = ", ".join(f"_adb_c{i}" for i in range(len(self.qis)))
-        self.work = s.table(self.render("mondrian_work.sql.j2", base=self.base, rid=self.rid))
+        self.work = s.table(self.render("mondrian_work.sql.j2", base=self.base, rid=self.rid, qids=self.qids,
+                                        qid_cols=self.qi_cols))
         if self.sa:
             self.glob = s.table(f"SELECT _adb_sa, count(*) AS _adb_cnt FROM {ident(self.work)} GROUP BY _adb_sa")
             self.domain = e.scalar(f"SELECT count(*) FROM {ident(self.glob)}")
@@ -396,9 +420,11 @@ class _Planner:
         cells = s.table(f"SELECT _adb_pid{', _adb_sa' if self.sa else ''}, count(*) AS _adb_cnt FROM {ident(self.work)} "
                         f"GROUP BY ALL")
         self.nt_extra = self._nt_extra_root
-        ok = self.judge(cells, ["_adb_pid"], first=True)
+        members = s.table(f"SELECT _adb_pid, _adb_qid, count(*) AS _adb_m FROM {ident(self.work)} GROUP BY ALL") \
+            if self.bt else None
+        ok = self.judge(cells, ["_adb_pid"], first=True, members=members)
         if not e.scalar(f"SELECT bool_and(_adb_ok) FROM ({ok}) AS o"):
-            raise InfeasibleError(self._why_infeasible())
+            raise InfeasibleError(self._why_infeasible(cells, members))
         self.nt_extra = self._nt_extra_cut
 
     def _nt_extra_root(self):
@@ -412,12 +438,20 @@ class _Planner:
         a = self.s.table(f"SELECT _adb_pid, _adb_ref FROM {ident(self.anc)}")
         return {"ancestors": a, "references": self.refs}
 
-    def _why_infeasible(self) -> str:
+    def _why_infeasible(self, cells: str, members: str | None) -> str:
         """Judge the whole table as one group with the checker, to say which model fails and why."""
         whole = self.s.table(f"SELECT 'all' AS whole_table{', ' + ident(self.sa) if self.sa else ''} "
                              f"FROM {ident(self.base)}")
-        models = [copy.deepcopy(m) for m in self.models if not isinstance(m, NTCloseness)]
+        models = [copy.deepcopy(m) for m in self.models
+                  if not isinstance(m, NTCloseness) and not getattr(m, "needs_members", False)]
         reasons = []
+        for m in self.bt:
+            groups = self.groups_of(cells, ["_adb_pid"])
+            ctx = self.ctx(cells, groups, ["_adb_pid"], self.glob, self.domain, members=members)
+            worst = self.eng.scalar(f"SELECT max(_adb_num) FROM ({m.verdicts(ctx).sql}) AS v")
+            if worst is not None and worst > float(m.t):
+                reasons.append(f"{m.name} (b = {m.b}, t = {float(m.t):g}): in the whole table as one group some "
+                               f"tuple's posterior is already {worst:.4f} from its prior; raise t or the bandwidth")
         if models:
             r = check(whole, ["whole_table"], self.sa, models=models, engine=self.eng,
                       hierarchies={self.sa: self.sa_hier} if self.sa_hier else None, max_groups=0)
@@ -459,7 +493,13 @@ class _Planner:
                 split = s.put(f"split{i}", self.render("mondrian_split.sql.j2", work=self.work, cand=cand,
                                                        from_rows=self.relaxed and bool(self.sa)))
                 keys = ["_adb_pid", "_adb_dim", "_adb_side"]
-                ok = self.judge(split, keys, groups=None if self.sa else split)
+                members = None
+                if self.bt:
+                    cuts = s.put(f"cuts{i}", f"SELECT DISTINCT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl "
+                                             f"FROM {ident(split)}")
+                    members = s.put(f"members{i}", self.render("mondrian_members.sql.j2", work=self.work,
+                                                               cuts=cuts))
+                ok = self.judge(split, keys, groups=None if self.sa else split, members=members)
                 chosen_parts.append(s.put(f"chosen{i}", self.render("mondrian_choose.sql.j2", ok=ok, split=split)))
                 side_parts.append(f"SELECT x._adb_pid, x._adb_side{', x._adb_sa' if self.sa else ''}, x._adb_cnt "
                                   f"FROM {ident(split)} AS x JOIN {ident(chosen_parts[-1])} AS c "
@@ -485,7 +525,8 @@ class _Planner:
                 if self.nt:
                     self._advance_nt(children, sides)
                 self.work = s.put(f"work{rnd % 2}", self.render("mondrian_relabel.sql.j2", work=self.work,
-                                                               cuts=chosen, children=children))
+                                                               cuts=chosen, children=children,
+                                                               with_qid=bool(self.bt)))
             if progress:
                 progress({"round": rnd, "open": n_children, "final": n_parts - n_cut, "rows_open": int(rows_open)})
             next_id += n_children
@@ -504,6 +545,28 @@ class _Planner:
         self.anc = s.table(f"SELECT ch._adb_new AS _adb_pid, a._adb_ref FROM {ident(children)} AS ch "
                            f"JOIN {ident(self.anc)} AS a ON a._adb_pid = ch._adb_pid "
                            f"UNION ALL SELECT _adb_new, _adb_new FROM {ident(children)} WHERE _adb_n >= {n}")
+
+    def verify_bt(self, joined: str):
+        """(B,t)-privacy of the release: every row's Omega posterior in its final class against its
+        prior, the classes' value counts and QI tuples recounted from the released rows."""
+        from ..checker import Report, _evaluate
+        e, s = self.eng, self.s
+        on = " AND ".join(f"j.{ident(c)} IS NOT DISTINCT FROM q.{ident(c)}" for c in self.qi_cols)
+        members = s.table(f"SELECT j._adb_pid, q._adb_qid, count(*) AS _adb_m FROM {ident(joined)} AS j "
+                          f"JOIN {ident(self.qids)} AS q ON {on} GROUP BY ALL")
+        cells = s.table(f"SELECT _adb_pid, {ident(self.sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(joined)} "
+                        f"GROUP BY ALL")
+        glob = s.table(f"SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt FROM {ident(cells)} GROUP BY _adb_sa")
+        groups = s.table(self.eng.render("check_groups.sql.j2", keys=["_adb_pid"], cells=cells))
+        domain = e.scalar(f"SELECT count(*) FROM {ident(glob)}")
+        out = []
+        for m in self.bt:
+            ctx = self.ctx(cells, groups, ["_adb_pid"], glob, domain, members=members)
+            ctx.qi_columns = ["_adb_pid"]
+            out.append(_evaluate(m, ctx, 3, None))
+        rows = e.scalar(f"SELECT count(*) FROM {ident(joined)}")
+        return Report(source=joined, qi=["eq_class"], sensitive=self.sa, rows=rows, groups=0, smallest_group=0,
+                      largest_group=0, verdicts=out)
 
     def verify_nt(self, models: list[NTCloseness], release: str, tree: str):
         """(n,t)-closeness of the release against its partition tree: each equivalence class with

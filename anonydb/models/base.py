@@ -50,6 +50,8 @@ class GroupContext:
     #: references(_adb_set = 0, _adb_sup = ref, _adb_sa, _adb_cnt)
     ancestors: str | None = None
     references: str | None = None
+    #: (B,t)-privacy: members(keys..., _adb_qid, _adb_m), how many of a group's rows have each QI tuple
+    members: str | None = None
 
 
 @dataclass

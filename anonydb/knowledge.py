@@ -1,0 +1,262 @@
+"""Background knowledge mined from the data: negative association rules [Li thesis §3.3;
+spec-injector-tradeoff-foreground 2.1-2.2].
+
+A generalized negative association rule X => not s has a conjunction X of predicates
+``A_i = v`` (v a value or a non-root hierarchy node, at most one per QI) and holds with confidence 1
+(no tuple satisfying X has s). It is *expected* when a tuple satisfying X would be expected to have s
+with probability minExp: 1 - (1 - P(s))^C_X >= minExp, i.e. in counts
+    C_X >= thr(s) = ln(1 - minExp) / ln(1 - P(s)).
+Mining is one grouping-sets aggregation per batch of level vectors over the distinct (QI tuple,
+sensitive value) rows: per cell X the count C_X and the bitmask of the sensitive values present;
+a rule is a (cell, s) with C_X >= thr(s) and s not in the mask. A tuple's IVS (the values it
+cannot take) is the union of the consequents of the rules whose X it satisfies, found by joining
+its labels (every QI at every level) with the rules' predicates. |R| counts the minimal rules: a
+rule is dropped when a rule with the same s has predicates that every tuple of its X satisfies
+(a subset of its attributes, each at the same or a more general level and an ancestor node).
+Sensitive values are coded 0..m-1 (most frequent first) and sets of them are BIGINT bitmasks, so
+m <= 62.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .engine import Engine, connect
+from .errors import InputError
+from .hierarchy import Hierarchy
+from .schema import split_list, validate_roles
+from .sources import open_source
+from .sqlgen import ident, literal
+
+MAX_VALUES = 62
+BATCH = 256  # grouping sets per statement
+
+
+@dataclass
+class Rules:
+    """Mined negative association rules and the IVS of every distinct QI tuple.
+
+    Tables (alive as long as the scratch they were built in):
+    ``rules(rule_id, _adb_code, support, npreds, minimal)``; ``preds(rule_id, attr, lvl, node)``
+    with attr the QI's index; ``ivs(<QI columns>, _adb_ivs)`` per distinct QI tuple (the bitmask of
+    the codes it cannot take); ``codes(_adb_sa, _adb_code, _adb_cnt)``."""
+
+    qi: list[str]
+    sensitive: str
+    min_exp: float
+    values: list[Any]  # sensitive values by code
+    thresholds: dict[Any, float]  # value -> C_X threshold
+    rules: str
+    preds: str
+    ivs: str
+    codes: str
+    minimal: int  # |R|: the minimal rules
+    total: int  # every rule found
+    rows: int
+    profile: dict[int, float] = field(default_factory=dict)  # |IVS| = i -> share of tuples (N_i)
+    examples: list[str] = field(default_factory=list)
+    scratch: Any = None  # the Scratch holding the tables when mine_rules made its own
+
+    def close(self) -> None:
+        """Drop the tables now (only those mine_rules created in a scratch of its own)."""
+        if self.scratch is not None:
+            self.scratch.drop_all()
+
+    def format(self) -> str:
+        prof = ", ".join(f"N_{i} {100 * p:.1f}%" for i, p in sorted(self.profile.items()))
+        lines = [f"negative association rules (minExp {self.min_exp:g}): {self.minimal} minimal of {self.total} "
+                 f"found over {self.rows} tuples; {prof}"]
+        lines += [f"  {r}" for r in self.examples]
+        return "\n".join(lines)
+
+
+def threshold(p: float, min_exp: float) -> float:
+    """thr(s) = ln(1 - minExp) / ln(1 - P(s)): the count C_X from which a tuple of X is expected to
+    have s with probability minExp [thesis §3.3.1, sign restored: spec A3]."""
+    if p >= 1.0:
+        return 0.0
+    return math.log(1.0 - min_exp) / math.log(1.0 - p)
+
+
+def mine_rules(source: str, qi: str | Iterable[str], sensitive: str, *, min_exp: float = 0.9,
+               hierarchies: dict[str, Hierarchy] | None = None, engine: Engine | Any = None,
+               scratch: Any = None, examples: int = 5) -> Rules:
+    """Mine the generalized negative association rules of ``source`` (see the module docstring).
+    ``hierarchies``: per QI (a QI without one contributes its values only). The tables live in
+    ``scratch`` (an :meth:`Engine.scratch`), which the caller drops; without one they are temporary
+    tables of the connection."""
+    eng = connect(engine)
+    qi_cols = split_list(qi, "quasi-identifiers")
+    if isinstance(min_exp, bool) or not isinstance(min_exp, (int, float)) or not 0 < min_exp < 1:
+        raise InputError(f"min_exp (minExp) must lie strictly between 0 and 1, got {min_exp!r}")
+    hierarchies = dict(hierarchies or {})
+    for a in hierarchies:
+        if a not in qi_cols:
+            raise InputError(f"a hierarchy is given for {a!r}, which is not a quasi-identifier")
+    from .engine import Scratch
+
+    own = scratch is None
+    s = Scratch(eng, "knowledge") if own else scratch
+    try:
+        rel = open_source(eng, source, scratch=s)
+        validate_roles(eng, rel, qi_cols, sensitive, None, label=str(source))
+        rules = _mine(eng, s, rel, qi_cols, sensitive, float(min_exp), hierarchies, examples)
+    except BaseException:
+        if own:
+            s.drop_all()
+        raise
+    if own:
+        rules.scratch = s
+    return rules
+
+
+def _mine(eng, s, rel, qi_cols, sensitive, min_exp, hierarchies, n_examples) -> Rules:
+    sa = ident(sensitive)
+    n = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}"))
+    if n == 0:
+        raise InputError("the table is empty: there is nothing to mine")
+    codes = s.table(f"SELECT {sa} AS _adb_sa, CAST(row_number() OVER (ORDER BY count(*) DESC, {sa} NULLS LAST) - 1 "
+                    f"AS INTEGER) AS _adb_code, count(*) AS _adb_cnt FROM {ident(rel)} GROUP BY {sa}")
+    vals = eng.fetch_rows(f"SELECT _adb_sa, _adb_cnt FROM {ident(codes)} ORDER BY _adb_code")[1]
+    if len(vals) > MAX_VALUES:
+        raise InputError(f"{sensitive!r} has {len(vals)} distinct values; rule mining codes value sets as 64-bit "
+                         f"masks, so at most {MAX_VALUES}")
+    thr = {v: threshold(c / n, min_exp) for v, c in vals}
+    thr_table = s.table("SELECT * FROM (VALUES " + ", ".join(
+        f"({i}, {thr[v]!r})" for i, (v, _) in enumerate(vals)) + ") AS t(_adb_code, _adb_thr)")
+    min_count = max(1, math.ceil(min(thr.values()) - 1e-9))
+    # per QI the labels of its non-root levels (level_0 = the value as text)
+    maps, heights = [], []
+    for c in qi_cols:
+        h = hierarchies.get(c)
+        if h is None:
+            m = s.table(f"SELECT DISTINCT CAST({ident(c)} AS VARCHAR) AS level_0 FROM {ident(rel)} "
+                        f"WHERE {ident(c)} IS NOT NULL")
+            heights.append(1)
+        else:
+            h.validate(eng, rel, c)
+            m = h.materialize_wide(eng, s.name(), relation=rel, column=c, temp=True)
+            heights.append(h.height)  # levels 0 .. H-1 are non-root
+        maps.append(m)
+    cols = [f"a{i}_{lv}" for i, hgt in enumerate(heights) for lv in range(hgt)]
+    q = [ident(c) for c in qi_cols]
+    prof = s.table(f"SELECT {', '.join(f'r.{x}' for x in q)}, k._adb_code, count(*) AS _c FROM {ident(rel)} AS r "
+                   f"JOIN {ident(codes)} AS k ON k._adb_sa IS NOT DISTINCT FROM r.{sa} GROUP BY ALL")
+    wide = s.table(_widen(prof, q, maps, heights, extra="p._adb_code, p._c"))
+    # every level vector: each QI absent or at one non-root level; batches of grouping sets
+    choices = [[None] + list(range(hgt)) for hgt in heights]
+    vectors = [v for v in itertools.product(*choices) if any(x is not None for x in v)]
+    cells = None
+    for b in range(0, len(vectors), BATCH):
+        sets = [[f"a{i}_{lv}" for i, lv in enumerate(v) if lv is not None] for v in vectors[b:b + BATCH]]
+        used = sorted({c for gs in sets for c in gs})
+        sql = eng.render("injector_cells.sql.j2", cols=cols, used=used, wide=wide, sets=sets, min_count=min_count)
+        if cells is None:
+            cells = s.table(sql)
+        else:
+            eng.execute(f"INSERT INTO {ident(cells)} {sql.sql}")
+    ncol = len(cols)
+    grouped = [f"((_adb_gid >> {ncol - 1 - j}) & 1) = 0" for j in range(ncol)]
+    no_null = " AND ".join(f"(NOT {g} OR {ident(c)} IS NOT NULL)" for g, c in zip(grouped, cols))
+    rules_wide = s.table(
+        f"SELECT CAST(row_number() OVER (ORDER BY c._adb_gid, t._adb_code, {', '.join(ident(x) for x in cols)}) AS BIGINT)"
+        f" AS rule_id, c.*, t._adb_code FROM {ident(cells)} AS c JOIN {ident(thr_table)} AS t "
+        f"ON c._adb_n >= t._adb_thr AND ((c._adb_mask >> t._adb_code) & 1) = 0 WHERE {no_null}")
+    owner = [(i, lv) for i, hgt in enumerate(heights) for lv in range(hgt)]
+    preds = s.table(" UNION ALL ".join(
+        f"SELECT rule_id, {i} AS attr, {lv} AS lvl, {ident(c)} AS node FROM {ident(rules_wide)} WHERE {g}"
+        for (i, lv), c, g in zip(owner, cols, grouped)))
+    # minimality: a rule is redundant when a more general itemset gives the same consequent; every
+    # itemset between the two then does too (its tuples lie between theirs: C_X[s] = 0 and
+    # C_X >= thr), so checking the immediate parents suffices: drop one predicate (if another is
+    # left) or raise one to the next non-root level. Linear in rules x predicates.
+    anc = s.table(" UNION ALL ".join(
+        f"SELECT DISTINCT {i} AS attr, {f} AS lf, {ident(f'level_{f}')} AS nf, {ident(f'level_{f + 1}')} AS nt "
+        f"FROM {ident(m)}" for i, (m, hgt) in enumerate(zip(maps, heights)) for f in range(hgt - 1)) or
+        "SELECT 0 AS attr, 0 AS lf, '' AS nf, '' AS nt LIMIT 0")
+    keyed = s.table(
+        f"SELECT p.rule_id, any_value(w._adb_code) AS _adb_code, any_value(w._adb_n) AS support, count(*) AS npreds, "
+        f"list(struct_pack(a := p.attr, l := p.lvl, n := p.node) ORDER BY p.attr) AS _adb_key "
+        f"FROM {ident(preds)} AS p JOIN {ident(rules_wide)} AS w USING (rule_id) GROUP BY p.rule_id")
+    parents = (
+        f"SELECT k.rule_id, k._adb_code, list_filter(k._adb_key, lambda e: e.a <> x.a) AS rest, x.a, x.l, x.n "
+        f"FROM {ident(keyed)} AS k, unnest(k._adb_key) AS u(x)")
+    variants = (
+        f"SELECT rule_id, _adb_code, rest AS _adb_key FROM ({parents}) AS p WHERE len(rest) > 0 "
+        f"UNION ALL SELECT p.rule_id, p._adb_code, list_sort(list_append(p.rest, struct_pack(a := p.a, l := p.l + 1, "
+        f"n := y.nt))) FROM ({parents}) AS p JOIN {ident(anc)} AS y ON y.attr = p.a AND y.lf = p.l AND y.nf = p.n")
+    rules = s.table(
+        f"SELECT k.rule_id, k._adb_code, k.support, k.npreds, k.rule_id NOT IN (SELECT v.rule_id FROM ({variants}) AS v "
+        f"JOIN {ident(keyed)} AS g ON g._adb_code = v._adb_code AND g._adb_key = v._adb_key) AS minimal "
+        f"FROM {ident(keyed)} AS k")
+    # IVS of every distinct QI tuple: the consequents of the rules whose predicates all match
+    tup = s.table(f"SELECT DISTINCT {', '.join(q)} FROM {ident(rel)}")
+    tup_ids = s.table(f"SELECT *, CAST(row_number() OVER () AS BIGINT) AS _adb_tid FROM {ident(tup)}")
+    twide = s.table(_widen(tup_ids, q, maps, heights, extra="p._adb_tid"))
+    # IVS: a tuple satisfies a rule when its labels equal the rule's on the rule's level vector. Per
+    # distinct level vector of the minimal rules (they give the same IVS as all rules: each rule's
+    # tuples lie within a minimal rule's), project every tuple onto it and hash-join the rules.
+    minw = s.table(f"SELECT w.* FROM {ident(rules_wide)} AS w JOIN {ident(rules)} AS r USING (rule_id) WHERE r.minimal")
+    proj = ", ".join(f"CASE WHEN {g} THEN t.{ident(c)} END AS {ident(c)}" for c, g in
+                     zip(cols, [g.replace("_adb_gid", "v._adb_gid") for g in grouped]))
+    match = " AND ".join(f"r.{ident(c)} IS NOT DISTINCT FROM x.{ident(c)}" for c in cols)
+    ivs = s.table(
+        f"WITH x AS (SELECT t._adb_tid, v._adb_gid, {proj} FROM {ident(twide)} AS t, "
+        f"(SELECT DISTINCT _adb_gid FROM {ident(minw)}) AS v), "
+        f"m AS (SELECT x._adb_tid, bit_or(CAST(1 AS BIGINT) << r._adb_code) AS _adb_ivs FROM x JOIN {ident(minw)} AS r "
+        f"ON r._adb_gid = x._adb_gid AND {match} GROUP BY x._adb_tid) "
+        f"SELECT {', '.join(f't.{x}' for x in q)}, coalesce(m._adb_ivs, CAST(0 AS BIGINT)) AS _adb_ivs "
+        f"FROM {ident(tup_ids)} AS t LEFT JOIN m ON m._adb_tid = t._adb_tid")
+    total, minimal = eng.fetch_rows(f"SELECT count(*), count(*) FILTER (WHERE minimal) FROM {ident(rules)}")[1][0]
+    on = " AND ".join(f"v.{x} IS NOT DISTINCT FROM r.{x}" for x in q)
+    prof_rows = eng.fetch_rows(f"SELECT bit_count(v._adb_ivs) AS i, count(*) FROM {ident(rel)} AS r "
+                               f"JOIN {ident(ivs)} AS v ON {on} GROUP BY 1 ORDER BY 1")[1]
+    out = Rules(qi=qi_cols, sensitive=sensitive, min_exp=min_exp, values=[v for v, _ in vals], thresholds=thr,
+                rules=rules, preds=preds, ivs=ivs, codes=codes, minimal=int(minimal), total=int(total), rows=n,
+                profile={int(i): c / n for i, c in prof_rows})
+    if n_examples:
+        out.examples = describe(eng, out, limit=n_examples)
+    return out
+
+
+def _widen(base: str, q: list[str], maps: list[str], heights: list[int], extra: str) -> str:
+    """One label column a{i}_{lv} per (QI i, non-root level lv), joined from the level maps."""
+    sel = [extra] + [f"m{i}.{ident(f'level_{lv}')} AS {ident(f'a{i}_{lv}')}"
+                     for i, hgt in enumerate(heights) for lv in range(hgt)]
+    joins = " ".join(f"LEFT JOIN {ident(m)} AS m{i} ON m{i}.level_0 = CAST(p.{x} AS VARCHAR)"
+                     for i, (m, x) in enumerate(zip(maps, q)))
+    return f"SELECT {', '.join(sel)} FROM {ident(base)} AS p {joins}"
+
+
+def describe(eng: Engine, rules: Rules, *, limit: int | None = None, minimal_only: bool = True) -> list[str]:
+    """Readable rules ``{A = v, ...} => not s (C_X)``, strongest support first."""
+    where = "WHERE r.minimal" if minimal_only else ""
+    lim = f"LIMIT {int(limit)}" if limit else ""
+    rows = eng.fetch_rows(
+        f"SELECT r.rule_id, r._adb_code, r.support, list(p.attr ORDER BY p.attr), list(p.node ORDER BY p.attr) "
+        f"FROM {ident(rules.rules)} AS r JOIN {ident(rules.preds)} AS p USING (rule_id) {where} "
+        f"GROUP BY ALL ORDER BY r.support DESC, r.rule_id {lim}")[1]
+    return [("{" + ", ".join(f"{rules.qi[a]} = {v}" for a, v in zip(attrs, nodes)) + "}"
+             f" => not {rules.sensitive} = {rules.values[code]} ({support})")
+            for _, code, support, attrs, nodes in rows]
+
+
+def ivs_of_rows(eng: Engine, rules: Rules, relation: str) -> str:
+    """SQL: the rows of ``relation`` (with the rules' QI columns) plus their ``_adb_ivs`` mask."""
+    on = " AND ".join(f"v.{ident(x)} IS NOT DISTINCT FROM r.{ident(x)}" for x in rules.qi)
+    return (f"SELECT r.*, coalesce(v._adb_ivs, CAST(0 AS BIGINT)) AS _adb_ivs FROM {ident(relation)} AS r "
+            f"LEFT JOIN {ident(rules.ivs)} AS v ON {on}")
+
+
+def code_expr(rules: Rules, column_sql: str) -> str:
+    """SQL: the code of a sensitive value (NULL when the value was not in the mined table)."""
+    cases = " ".join(f"WHEN {column_sql} = {literal(v)} THEN {i}" for i, v in enumerate(rules.values) if v is not None)
+    null = next((i for i, v in enumerate(rules.values) if v is None), None)
+    nul = f"WHEN {column_sql} IS NULL THEN {null} " if null is not None else ""
+    return f"(CASE {nul}{cases} END)"
+
+
+__all__ = ["Rules", "code_expr", "describe", "ivs_of_rows", "mine_rules", "threshold"]

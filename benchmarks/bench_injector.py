@@ -1,0 +1,237 @@
+"""Injector on Adult with the thesis's parameters [Li thesis §3.7; spec-injector-tradeoff-foreground 4]
+and how it grows with rows.
+
+    python benchmarks/bench_injector.py rules              # Fig. 3.3: rules and N_i per minExp
+    python benchmarks/bench_injector.py attack --runs 10   # §4.3: vulnerable tuples, Anatomy vs Injector
+    python benchmarks/bench_injector.py bt                 # §4.4: (B,t) Mondrian, para1-4, b' sweep
+    python benchmarks/bench_injector.py omega              # Fig. 3.10: Omega vs exact inference
+    python benchmarks/bench_injector.py scale --rows 10000 30000 100000
+
+Adult: QIs age, workclass, education, marital-status, race, sex with the ARX hierarchies of
+../shared/datasets/adult (age without one: its values), SA occupation (14 values).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import random
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import anonydb  # noqa: E402
+from anonydb.audit import audit_distribution, audit_rules  # noqa: E402
+from anonydb.errors import InfeasibleError  # noqa: E402
+from anonydb.hierarchy import Hierarchy  # noqa: E402
+from anonydb.knowledge import mine_rules  # noqa: E402
+from anonydb.methods import anatomy, anonymize, injector  # noqa: E402
+
+QIS = ["age", "workclass", "education", "marital-status", "race", "sex"]
+THESIS_RULES = {0.75: 45, 0.8: 39, 0.85: 32, 0.9: 22, 0.95: 15}
+THESIS_N1 = {0.75: 80.4, 0.8: 84.6, 0.85: 87.5, 0.9: 87.9, 0.95: 96.2}
+
+
+def adult():
+    from anonydb.datasets import adult_hierarchy_paths, load_adult
+
+    eng = anonydb.connect()
+    eng.execute("SET max_temp_directory_size = '8GB'")
+    load_adult(eng, "adult")
+    eng.execute("CREATE OR REPLACE TABLE adult AS SELECT row_number() OVER () AS rid, * FROM adult")
+    hs = {a: Hierarchy.from_arx(p) for a, p in adult_hierarchy_paths().items()}
+    return eng, hs
+
+
+def qi_hier(hs, qis, sa=True, age=False):
+    """The hierarchies of ``qis`` (and the SA's); age's only with ``age`` (rule mining generalizes
+    along it; the kernel prior measures age by range instead)."""
+    return {a: hs[a] for a in qis + (["occupation"] if sa else []) if a in hs and (age or a != "age")}
+
+
+def header(title, cmd):
+    print(f"# {title}; {dt.date.today()}; command: python benchmarks/bench_injector.py {cmd}")
+
+
+def cmd_rules(args):
+    eng, hs = adult()
+    header("Negative association rules on Adult (30,162 rows, 6 QIs), minConf 1", "rules")
+    print("| minExp | minimal rules (thesis) | all rules | N_0 | N_1 (thesis) | N_2 | N_3 | N_4 | N_>=5 | mining s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for me in (0.75, 0.8, 0.85, 0.9, 0.95):
+        t = time.perf_counter()
+        kb = mine_rules("adult", QIS, "occupation", min_exp=me, hierarchies=qi_hier(hs, QIS, False, age=True),
+                        engine=eng)
+        sec = time.perf_counter() - t
+        p = kb.profile
+        five = sum(v for i, v in p.items() if i >= 5)
+        cells = " | ".join(f"{100 * p.get(i, 0):.1f}%" for i in (2, 3, 4))
+        print(f"| {me} | {kb.minimal:,} ({THESIS_RULES[me]}) | {kb.total:,} | {100 * p.get(0, 0):.1f}% | "
+              f"{100 * p.get(1, 0):.1f}% ({THESIS_N1[me]}%) | {cells} | {100 * five:.1f}% | {sec:.1f} |")
+        kb.close()
+
+
+def cmd_attack(args):
+    """Vulnerable tuples (fewer than l possible values under the rules mined at minExp 0.9) of
+    Anatomy (mean over --runs seeds) and of Injector, l = 3..6 on the QIs where Injector is
+    feasible; the time of mining + bucketization."""
+    eng, hs = adult()
+    qis = args.qi.split(",")
+    h = qi_hier(hs, qis, False, age=True)
+    header(f"Rule-based attack on Adult, QIs {','.join(qis)}, minExp {args.min_exp}",
+           f"attack --qi {args.qi} --runs {args.runs}")
+    kb = mine_rules("adult", qis, "occupation", min_exp=args.min_exp, hierarchies=h, engine=eng)
+    print(f"rules: {kb.minimal} minimal of {kb.total}; "
+          + ", ".join(f"N_{i} {100 * v:.1f}%" for i, v in sorted(kb.profile.items())))
+    print("| l | Anatomy vulnerable (mean of runs) | Anatomy runs | Injector vulnerable | Injector groups | "
+          "mining + Injector s | Anatomy s |")
+    print("|---|---|---|---|---|---|---|")
+    for lv in args.l:
+        ana, ana_s = [], []
+        for seed in range(args.runs):
+            t = time.perf_counter()
+            try:
+                anatomy("adult", qis, "occupation", l=lv, out="ana", engine=eng, seed=seed, replace=True)
+            except InfeasibleError:
+                ana = None
+                break
+            ana_s.append(time.perf_counter() - t)
+            ana.append(audit_rules(kb, lv, engine=eng, qit="ana_qit", st="ana_st").vulnerable)
+        t = time.perf_counter()
+        try:
+            r = injector("adult", qis, "occupation", l=lv, out="inj", engine=eng, min_exp=args.min_exp,
+                         hierarchies=h, replace=True)
+            sec = time.perf_counter() - t
+            vul = audit_rules(kb, lv, engine=eng, qit="inj_qit", st="inj_st").vulnerable
+            inj = f"{vul} | {r.groups:,} | {sec:.1f}"
+        except InfeasibleError as e:
+            inj = f"infeasible | - | ({str(e)[:60]}...)"
+        a = f"{statistics.mean(ana):,.1f} | {', '.join(map(str, ana))}" if ana else "infeasible | -"
+        print(f"| {lv} | {a} | {inj} | {statistics.median(ana_s) if ana_s else 0:.2f} |")
+
+
+def cmd_bt(args):
+    """(B,t)-private Mondrian against distinct l-diversity, probabilistic l-diversity and
+    t-closeness Mondrian (k = l) on Adult, para1-4 of Table 3.4, b = 0.3; vulnerable tuples for
+    the adversary b' (Fig. 3.5)."""
+    eng, hs = adult()
+    h = qi_hier(hs, QIS)
+    paras = {"para1": (3, 0.25), "para2": (4, 0.2), "para3": (5, 0.15), "para4": (6, 0.1)}
+    header("(B,t)-privacy on Adult (30,162 rows, 6 QIs, SA occupation, hierarchical EMD), b = 0.3", "bt")
+    print("| setting | release | seconds | classes | vulnerable at b'=0.3 | worst D |")
+    print("|---|---|---|---|---|---|")
+    releases = {}
+    for name in args.paras:
+        k, t = paras[name]
+        for kind, params in [("(B,t)", dict(k=k, bt=(0.3, t))), ("distinct l", dict(l=k)),
+                             ("probabilistic l", dict(l=k, l_variant="probabilistic")), ("t-closeness", dict(k=k, t=t))]:
+            tt = time.perf_counter()
+            try:
+                r = anonymize("adult", QIS, "occupation", out="rel", engine=eng, hierarchies=h, replace=True, **params)
+            except InfeasibleError as e:
+                print(f"| {name} (k=l={k}, t={t}) | {kind} | infeasible: {e} | | | |")
+                continue
+            sec = time.perf_counter() - tt
+            tbl = f"j_{name}_{kind.replace(' ', '_').replace('(', '').replace(')', '').replace(',', '')}"
+            eng.execute(f'CREATE OR REPLACE TABLE "{tbl}" AS SELECT r.eq_class, a.* FROM rel AS r JOIN adult AS a '
+                        f"USING (rid)")
+            releases[(name, kind)] = tbl
+            a = audit_distribution(0.3, t, engine=eng, qi=QIS, sensitive="occupation", group="eq_class", table=tbl,
+                                   prior_source="adult", hierarchies=h)
+            print(f"| {name} (k=l={k}, t={t}) | {kind} | {sec:.1f} | {r.classes:,} | {a.vulnerable:,} | {a.worst:.4f} |")
+    if ("para2", "(B,t)") in releases:
+        print("\nFig. 3.5(a): para2 releases (k = l = 4, t = 0.2), adversary b' varies")
+        print("| b' | " + " | ".join(k for (p, k) in releases if p == "para2") + " |")
+        print("|---|" + "---|" * sum(1 for (p, _) in releases if p == "para2"))
+        for bp in args.bprime:
+            row = []
+            for (p, kind), tbl in releases.items():
+                if p == "para2":
+                    a = audit_distribution(bp, 0.2, engine=eng, qi=QIS, sensitive="occupation", group="eq_class",
+                                           table=tbl, prior_source="adult", hierarchies=h)
+                    row.append(f"{a.vulnerable:,}")
+            print(f"| {bp} | " + " | ".join(row) + " |")
+
+
+def cmd_omega(args):
+    from anonydb.posterior import exact_posterior, omega_estimate, variational
+    from anonydb.prior import kernel_prior
+
+    eng, hs = adult()
+    t = time.perf_counter()
+    p = kernel_prior("adult", QIS, "occupation", 0.3, engine=eng, hierarchies=qi_hier(hs, QIS, False))
+    prior_s = time.perf_counter() - t
+    rows = eng.fetch_rows(f"SELECT q._adb_qid, a.occupation FROM adult AS a JOIN {p.qids} AS q ON "
+                          + " AND ".join(f'a."{c}" = q."{c}"' for c in QIS))[1]
+    pri = defaultdict(dict)
+    for qid, s, v in eng.fetch_rows(f"SELECT _adb_qid, _adb_sa, _adb_p FROM {p.table}")[1]:
+        pri[qid][s] = v
+    header(f"Omega-estimate accuracy on Adult kernel priors (b = 0.3; prior estimated in {prior_s:.1f} s), "
+           f"{args.runs} random groups per size, D = variational", "omega")
+    print("| group size N | mean rho | max rho |")
+    print("|---|---|---|")
+    rnd = random.Random(1)
+    for n in args.sizes:
+        rhos = []
+        for _ in range(args.runs):
+            g = rnd.sample(rows, n)
+            vals = sorted({s for _, s in g} | {s for q, _ in g for s in pri[q]})
+            counts = [sum(1 for _, s in g if s == v) for v in vals]
+            pr = [[pri[q].get(v, 0.0) for v in vals] for q, _ in g]
+            ex, om = exact_posterior(pr, counts), omega_estimate(pr, counts)
+            rhos.append(sum(abs(variational(e, x) - variational(o, x)) for e, o, x in zip(ex, om, pr)) / n)
+        print(f"| {n} | {statistics.mean(rhos):.4f} | {max(rhos):.4f} |")
+
+
+def cmd_scale(args):
+    """Mining + Injector (l = 3, minExp 0.9, QIs age, sex, race) and (B,t) Mondrian (k = 4,
+    b = 0.3, t = 0.2, 6 QIs) on synthetic censuses of growing size."""
+    from anonydb.datasets import synthetic_census
+
+    header("Growth with rows (synthetic census, SA occupation)", "scale --rows " + " ".join(map(str, args.rows)))
+    print("| rows | Injector l=3 (age,sex,race) s | of which mining s | (B,t) Mondrian k=4 t=0.2 (6 QIs) s | "
+          "classes |")
+    print("|---|---|---|---|---|")
+    q6 = ["age", "sex", "race", "marital_status", "education", "workclass"]
+    for n in args.rows:
+        eng = anonydb.connect()
+        synthetic_census(eng, "census", rows=n, seed=42)
+        t = time.perf_counter()
+        r = injector("census", ["age", "sex", "race"], "occupation", l=3, out="inj", engine=eng, min_exp=0.9)
+        inj_s = time.perf_counter() - t
+        t = time.perf_counter()
+        m = anonymize("census", q6, "occupation", out="gen", engine=eng, k=4, bt=(0.3, 0.2))
+        bt_s = time.perf_counter() - t
+        print(f"| {n:,} | {inj_s:.1f} | {r.mine_seconds:.1f} | {bt_s:.1f} | {m.classes:,} |")
+        eng.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("rules")
+    a = sub.add_parser("attack")
+    a.add_argument("--qi", default="age,sex,race")
+    a.add_argument("--min-exp", type=float, default=0.9)
+    a.add_argument("--l", type=int, nargs="+", default=[3, 4, 5, 6])
+    a.add_argument("--runs", type=int, default=10)
+    b = sub.add_parser("bt")
+    b.add_argument("--paras", nargs="+", default=["para1", "para2", "para3", "para4"])
+    b.add_argument("--bprime", type=float, nargs="+", default=[0.2, 0.3, 0.4, 0.5])
+    o = sub.add_parser("omega")
+    o.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 6, 8, 10])
+    o.add_argument("--runs", type=int, default=100)
+    s = sub.add_parser("scale")
+    s.add_argument("--rows", type=int, nargs="+", default=[10_000, 30_000, 100_000])
+    args = ap.parse_args()
+    {"rules": cmd_rules, "attack": cmd_attack, "bt": cmd_bt, "omega": cmd_omega, "scale": cmd_scale}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

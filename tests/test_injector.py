@@ -1,0 +1,230 @@
+"""Rule-based Injector: rule mining, matching l-diversity, bucketization, audits (spec-injector 2)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import anonydb
+from anonydb.audit import audit_rules
+from anonydb.errors import InfeasibleError, InputError
+from anonydb.hierarchy import Hierarchy
+from anonydb.knowledge import describe, mine_rules, threshold
+from anonydb.methods.injector import injector
+from anonydb.models.matching_diversity import group_verdicts, valid_counts
+from udfs.core import matching_pairing
+
+from conftest import make_table, need_shared
+from injector_oracle import mine, valid_sets
+
+TOY = [(1, 69, "M", "Emphysema"), (2, 45, "F", "Cancer"), (3, 52, "F", "Flu"), (4, 43, "F", "Gastritis"),
+       (5, 42, "F", "Flu"), (6, 47, "F", "Cancer"), (7, 50, "M", "Flu"), (8, 56, "M", "Emphysema"),
+       (9, 52, "M", "Gastritis")]
+DECADES = {"age": Hierarchy.intervals(widths=[10], origin=0)}
+
+
+def test_thresholds_tv9():
+    """ln(1 - minExp) / ln(1 - p) [spec 2.1 table]."""
+    assert threshold(0.1331, 0.9) == pytest.approx(16.12, abs=0.005)
+    assert threshold(0.0003, 0.9) == pytest.approx(7674.13, abs=0.005)
+    assert threshold(0.1225, 0.75) == pytest.approx(10.61, abs=0.005)
+    assert threshold(0.0052, 0.95) == pytest.approx(574.60, abs=0.005)
+    assert threshold(1.0, 0.9) == 0.0
+
+
+def test_toy_rules_tv6(engine):
+    make_table(engine, "toy", ["tid", "age", "sex", "disease"], TOY)
+    with engine.scratch("t") as s:
+        r = mine_rules("toy", ["age", "sex"], "disease", min_exp=0.5, hierarchies=DECADES, engine=engine, scratch=s)
+        assert r.thresholds["Flu"] == pytest.approx(1.7095, abs=1e-4)
+        assert r.thresholds["Cancer"] == pytest.approx(2.7581, abs=1e-4)
+        assert (r.total, r.minimal) == (6, 4)
+        assert sorted(describe(engine, r, minimal_only=False)) == sorted([
+            "{sex = M} => not disease = Cancer (4)", "{age = [50, 60[} => not disease = Cancer (4)",
+            "{age = [50, 60[, sex = M} => not disease = Cancer (3)", "{sex = F} => not disease = Emphysema (5)",
+            "{age = [40, 50[} => not disease = Emphysema (4)", "{age = [40, 50[, sex = F} => not disease = Emphysema (4)"])
+        ivs = {(a, x): m for a, x, m in engine.fetch_rows(f"SELECT age, sex, _adb_ivs FROM {r.ivs}")[1]}
+        name = {1 << i: v for i, v in enumerate(r.values)}
+
+        def names(mask):
+            return {v for b, v in name.items() if mask & b}
+        # M -> {Cancer}; F -> {Emphysema}; t3 (52, F) is in [50-59] too, so it cannot take Cancer either
+        # (the spec's TV6 lists {Emphysema} for t3, which its own rule Age=[50-59] => not Cancer contradicts)
+        assert names(ivs[(69, "M")]) == names(ivs[(50, "M")]) == {"Cancer"}
+        assert names(ivs[(45, "F")]) == names(ivs[(42, "F")]) == {"Emphysema"}
+        assert names(ivs[(52, "F")]) == {"Cancer", "Emphysema"}
+
+
+def _members(engine, name, groups):
+    """groups: [(group, code, ivs, count)]"""
+    return make_table(engine, name, ["g", "_adb_code", "_adb_ivs", "_adb_cnt"], groups)
+
+
+def test_matching_check_tv7_tv8(engine):
+    # codes Flu 0, Cancer 1, Emphysema 2; the spec's IVS: t1 {Cancer}, t2 and t3 {Emphysema}
+    _members(engine, "g1", [(1, 2, 2, 1), (1, 1, 4, 1), (1, 0, 4, 1)])
+    got = {c: v for _, c, _, _, v in engine.fetch_rows(valid_counts(engine, "g1", ["g"]))[1]}
+    assert got == {2: 1, 1: 2, 0: 2}  # t1 -> {Emphysema}; t2, t3 -> {Cancer, Flu}
+    assert engine.fetch_rows(group_verdicts(engine, "g1", ["g"], 2))[1] == [(1, 3, 1, False, 1)]
+    # with the IVS the rules give (t3 cannot take Cancer either): the only matching is the true one
+    _members(engine, "g1b", [(1, 2, 2, 1), (1, 1, 4, 1), (1, 0, 6, 1)])
+    assert sorted(r[-1] for r in engine.fetch_rows(valid_counts(engine, "g1b", ["g"]))[1]) == [1, 1, 1]
+    # ovarian 0, flu 1, cold 2; males cannot take ovarian
+    _members(engine, "ov", [(1, 0, 0, 1), (1, 1, 1, 1), (1, 2, 1, 1), (2, 0, 0, 1), (2, 1, 0, 1), (2, 2, 1, 1)])
+    got = sorted((g, c, v) for g, c, _, _, v in engine.fetch_rows(valid_counts(engine, "ov", ["g"]))[1])
+    assert got == [(1, 0, 1), (1, 1, 2), (1, 2, 2), (2, 0, 3), (2, 1, 3), (2, 2, 2)]
+    ok = {g: okv for g, _, _, okv, _ in engine.fetch_rows(group_verdicts(engine, "ov", ["g"], 2))[1]}
+    assert ok == {1: False, 2: True}
+
+
+def _random_group(rnd):
+    k = rnd.randint(1, 6)
+    vals = [rnd.randint(0, 3) for _ in range(k)]
+    ivs = []
+    for v in vals:  # rules have confidence 1: a tuple never excludes its own value
+        ivs.append({x for x in range(4) if x != v and rnd.random() < 0.35})
+    return vals, ivs
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_matching_model_equals_fig_3_1_by_brute_force(engine, seed):
+    rnd = random.Random(seed)
+    rows, want = [], {}
+    for g in range(5):
+        vals, ivs = _random_group(rnd)
+        for i, (v, x) in enumerate(zip(vals, ivs)):
+            rows.append((g, v, sum(1 << b for b in x), 1))
+        sets = valid_sets(vals, ivs)
+        for v, x, vs in zip(vals, ivs, sets):
+            want.setdefault((g, v, sum(1 << b for b in x)), set()).add(len(vs))
+    _members(engine, "m", rows)
+    for g, c, mask, n, valid in engine.fetch_rows(valid_counts(engine, "m", ["g"]))[1]:
+        assert want[(g, c, mask)] == {valid}, (g, c, mask)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_matching_pairing_finds_a_perfect_assignment_iff_one_exists(seed):
+    rnd = random.Random(seed)
+    k = rnd.randint(1, 6)
+    vals = [rnd.randint(0, 3) for _ in range(k)]
+    ivs = [sum(1 << b for b in range(4) if rnd.random() < 0.3) for _ in range(k)]
+    masks = sorted(set(ivs))
+    codes = sorted(set(vals))
+    f = matching_pairing(masks, [ivs.count(m) for m in masks], codes, [vals.count(c) for c in codes])
+    import itertools
+    exists = any(all(not (m >> v) & 1 for m, v in zip(ivs, p)) for p in set(itertools.permutations(vals)))
+    assert (f is not None) == exists
+    if f is not None:
+        for i, m in enumerate(masks):
+            assert sum(f[i * len(codes):(i + 1) * len(codes)]) == ivs.count(m)
+            assert all(f[i * len(codes) + j] == 0 or not (m >> c) & 1 for j, c in enumerate(codes))
+        for j, c in enumerate(codes):
+            assert sum(f[i * len(codes) + j] for i in range(len(masks))) == vals.count(c)
+
+
+def _labels(age, sex):
+    return [[str(age), f"[{age // 10 * 10}, {age // 10 * 10 + 10}["], [sex]]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_mining_equals_a_brute_force_oracle(engine, seed):
+    rnd = random.Random(seed)
+    n = rnd.randint(8, 40)
+    rows = [(rnd.choice([21, 25, 33, 38, 44, 47]), rnd.choice("MF"), rnd.choice(["a", "b", "c", "d"])) for _ in range(n)]
+    make_table(engine, "t", ["age", "sex", "s"], rows)
+    min_exp = rnd.choice([0.3, 0.5, 0.7])
+    all_rules, minimal, ivs = mine([(_labels(a, x), s) for a, x, s in rows], [2, 1], min_exp)
+    with engine.scratch("o") as sc:
+        r = mine_rules("t", ["age", "sex"], "s", min_exp=min_exp, hierarchies=DECADES, engine=engine, scratch=sc)
+        assert (r.total, r.minimal) == (len(all_rules), len(minimal))
+        got = {}
+        for a, x, m in engine.fetch_rows(f"SELECT age, sex, _adb_ivs FROM {r.ivs}")[1]:
+            got[(a, x)] = {v for i, v in enumerate(r.values) if (m >> i) & 1}
+        for (a, x, _), want in zip(rows, ivs):
+            assert got[(a, x)] == want
+
+
+def _injector_table(engine, rows):
+    return make_table(engine, "src", ["age", "sex", "s"], rows)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_injector_properties(engine, data):
+    """Every Injector release is matching l-diverse under its own rules (checked by the Fig 3.1 brute
+    force), accounts for every row once, and releases the QIs unchanged."""
+    n = data.draw(st.integers(8, 28))
+    rows = data.draw(st.lists(st.tuples(st.sampled_from([21, 25, 33, 38, 44, 47]), st.sampled_from("MF"),
+                                        st.sampled_from(["a", "b", "c", "d", "e"])), min_size=n, max_size=n))
+    l = data.draw(st.integers(2, 3))
+    min_exp = data.draw(st.sampled_from([0.5, 0.7, 0.9]))
+    for t in ("src", "rel_qit", "rel_st"):
+        engine.execute(f"DROP TABLE IF EXISTS {t}")
+    _injector_table(engine, rows)
+    try:
+        res = injector("src", ["age", "sex"], "s", l=l, out="rel", min_exp=min_exp, hierarchies=DECADES,
+                       engine=engine, replace=True)
+    except InfeasibleError as e:
+        assert "infeasible" in str(e)
+        return
+    qit = engine.fetch_rows("SELECT age, sex, group_id FROM rel_qit")[1]
+    stt = engine.fetch_rows('SELECT group_id, s, "count" FROM rel_st')[1]
+    assert sorted((a, x) for a, x, _ in qit) == sorted((a, x) for a, x, _ in rows)
+    assert sum(c for _, _, c in stt) == n == res.rows
+    _, _, ivs = mine([(_labels(a, x), s) for a, x, s in rows], [2, 1], min_exp)
+    ivs_of = {(a, x): v for (a, x, _), v in zip(rows, ivs)}
+    for g in {g for _, _, g in qit}:
+        members = [(a, x) for a, x, gg in qit if gg == g]
+        values = [s for gg, s, c in stt if gg == g for _ in range(c)]
+        assert len(members) == len(values) >= l
+        # the adversary's view: the group's values, each member's IVS; any perfect matching is a start
+        sets = valid_sets(values, [ivs_of[m] for m in members])
+        assert min(len(v) for v in sets) >= l, (g, members, values)
+
+
+def test_injector_infeasible_and_bad_input(engine):
+    make_table(engine, "toy", ["tid", "age", "sex", "disease"], TOY)
+    with pytest.raises(InfeasibleError, match=r"matching 4-diversity is infeasible: \d+ of 9 tuples can take fewer"):
+        injector("toy", ["age", "sex"], "disease", l=4, out="r", min_exp=0.5, hierarchies=DECADES, engine=engine)
+    with pytest.raises(InputError, match="min_exp"):
+        injector("toy", ["age", "sex"], "disease", l=2, out="r", min_exp=1.5, engine=engine)
+    with pytest.raises(InputError, match="l must be an integer >= 2"):
+        injector("toy", ["age", "sex"], "disease", l=2.5, out="r", engine=engine)
+    assert not engine.exists("r_qit") and not engine.exists("r_st")
+
+
+def test_p_loss_of_table_3_1_b_tv11(engine):
+    from anonydb.tradeoff import p_loss
+
+    groups = {1: 1, 2: 1, 3: 1, 4: 2, 5: 2, 6: 2, 7: 3, 8: 3, 9: 3}
+    make_table(engine, "b", ["group_id", "disease"], [(groups[t], d) for t, _, _, d in TOY])
+    assert p_loss(engine, "b", "group_id", "disease") == pytest.approx(0.088203, abs=5e-7)
+    # the closed form for full disclosure of value i: JS(Q, e_i)
+    q = 2 / 9
+    closed = 0.5 * (math.log(2 / (1 + q)) + q * math.log(2 * q / (1 + q)) + (1 - q) * math.log(2))
+    make_table(engine, "c", ["group_id", "disease"], [(t, d) for t, _, _, d in TOY])
+    assert p_loss(engine, "c", "group_id", "disease") == pytest.approx(closed, abs=1e-12)
+
+
+def test_injector_releases_and_audits_on_adult(engine):
+    """TV22: an Injector release has no vulnerable tuple under the rules it was built with, while an
+    Anatomy release of the same data has some (Adult, 3 QIs so that l = 3 is feasible)."""
+    d = need_shared() / "adult"
+    engine.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{d / 'adult.csv'}', delim=';', header=true)")
+    qi = ["age", "sex", "race"]
+    hs = {q: Hierarchy.from_arx(d / f"adult_hierarchy_{q}.csv") for q in qi}
+    res = injector("adult", qi, "occupation", l=3, out="inj", min_exp=0.9, hierarchies=hs, engine=engine)
+    assert res.rows == 30162 and res.min_valid >= 3
+    anonydb.methods.anatomy("adult", qi, "occupation", l=3, out="an", engine=engine)
+    with engine.scratch("a") as s:
+        r = mine_rules("adult", qi, "occupation", min_exp=0.9, hierarchies=hs, engine=engine, scratch=s)
+        inj = audit_rules(r, 3, engine=engine, qit="inj_qit", st="inj_st")
+        ana = audit_rules(r, 3, engine=engine, qit="an_qit", st="an_st")
+        simple = audit_rules(r, 3, engine=engine, qit="an_qit", st="an_st", mode="simple")
+    assert inj.vulnerable == 0 and inj.rows == 30162
+    assert ana.vulnerable > 0 and ana.rows == 30162
+    assert simple.vulnerable <= ana.vulnerable  # matching is at least as strict as the simple count
