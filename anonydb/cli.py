@@ -586,6 +586,15 @@ def _slicing(args: argparse.Namespace, engine, hierarchies, progress=None) -> in
     return 0
 
 
+def _export_pair(engine, result, export: str) -> None:
+    """A QIT/ST release to files: PATH.csv -> PATH_qit.csv and PATH_st.csv."""
+    from pathlib import Path
+
+    path = Path(export)
+    for table, part in ((result.qit, "qit"), (result.st, "st")):
+        _export(engine, table, str(path.with_name(f"{path.stem}_{part}{path.suffix}")))
+
+
 def _bt_arg(text: str, qi: str) -> tuple[Any, float]:
     """--bt B:T -> (b, t): B one number or one per QI (comma-separated, in --qi order)."""
     from .schema import split_list
@@ -621,8 +630,6 @@ def _l_only(args: argparse.Namespace, method: str, takes: str) -> None:
 def _injector(args: argparse.Namespace, engine, hierarchies) -> int:
     import json
 
-    from pathlib import Path
-
     from .methods import injector
 
     _l_only(args, "injector", "--l, --min-exp and --hierarchy")
@@ -633,9 +640,7 @@ def _injector(args: argparse.Namespace, engine, hierarchies) -> int:
                           min_exp=0.9 if args.min_exp is None else args.min_exp, hierarchies=hierarchies or None,
                           seed=args.seed, replace=args.replace)
         if args.export:
-            path = Path(args.export)
-            for table, part in ((result.qit, "qit"), (result.st, "st")):
-                _export(engine, table, str(path.with_name(f"{path.stem}_{part}{path.suffix}")))
+            _export_pair(engine, result, args.export)
     finally:
         engine.close()
     if args.json:
@@ -731,8 +736,6 @@ def _audit(args: argparse.Namespace) -> int:
 def _anatomy(args: argparse.Namespace, engine) -> int:
     import json
 
-    from pathlib import Path
-
     from .methods import anatomy
 
     others = [f"--{n.replace('_', '-')}" for n in ("k", "t", "n", "alpha", "delta", "hierarchy", "identifiers")
@@ -755,10 +758,8 @@ def _anatomy(args: argparse.Namespace, engine) -> int:
                 rel = open_source(engine, args.source, scratch=s)
                 mem = anatomy_membership(engine, rel, result.qit, result.st, split_list(args.qi, "--qi"),
                                          args.sensitive, seed=args.seed)
-        if args.export:  # PATH.csv -> PATH_qit.csv and PATH_st.csv
-            path = Path(args.export)
-            for table, part in ((result.qit, "qit"), (result.st, "st")):
-                _export(engine, table, str(path.with_name(f"{path.stem}_{part}{path.suffix}")))
+        if args.export:
+            _export_pair(engine, result, args.export)
     finally:
         engine.close()
     if args.json:

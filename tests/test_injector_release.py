@@ -191,3 +191,13 @@ def test_cli_audit_of_a_sliced_release(census_db, capsys):
                           "--b", "0.3", "--t", "0.2", "--db", str(census_db), "--json"], capsys)
     assert code == 0, err
     assert json.loads(out)["rows"] == 2000
+
+
+def test_cli_injector_export(census_db, tmp_path, capsys):
+    out = tmp_path / "inj.parquet"
+    code, _, err = run(["anonymize", "census", "--method", "injector", "--qi", ",".join(QI), "--sensitive",
+                        "occupation", "--l", "2", "--out", "inj", "--export", str(out), "--db", str(census_db)], capsys)
+    assert code == 0, err
+    con = duckdb.connect()
+    assert con.execute(f"SELECT count(*) FROM read_parquet('{tmp_path / 'inj_qit.parquet'}')").fetchone()[0] == 2000
+    assert con.execute(f"SELECT sum(count) FROM read_parquet('{tmp_path / 'inj_st.parquet'}')").fetchone()[0] == 2000
