@@ -16,7 +16,7 @@ from anonydb.hierarchy import Hierarchy
 from anonydb.knowledge import describe, mine_rules, threshold
 from anonydb.methods.injector import injector
 from anonydb.models.matching_diversity import group_verdicts, valid_counts
-from udfs.core import matching_pairing
+from anonydb.udfs.core import matching_pairing
 
 from conftest import make_table, need_shared
 from injector_oracle import mine, valid_sets
