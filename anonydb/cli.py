@@ -216,6 +216,45 @@ def _parser() -> argparse.ArgumentParser:
     au.add_argument("--db", help="DuckDB database file")
     au.add_argument("--json", action="store_true", help="print the result as JSON")
 
+    ev = sub.add_parser("evaluate", help="what a release leaks: homogeneity, similarity, re-identification risk, "
+                                         "P_loss/U_loss, and the foreground-knowledge attack")
+    ev.add_argument("release", help="NAME with tables NAME_qit and NAME_st, or a table/file with one row per record "
+                                    "and a group column")
+    ev.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
+    ev.add_argument("--sensitive", required=True, help="the sensitive attribute")
+    ev.add_argument("--group", help="the group column (default group_id, eq_class or bucket_id, whichever exists)")
+    ev.add_argument("--source", help="the original table or file: enables U_loss")
+    ev.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH",
+                    help="hierarchies: of the QIs (U_loss populations) and of the sensitive attribute (similarity)")
+    ev.add_argument("--similarity-level", type=int, default=1, help="similarity: the hierarchy level (default 1)")
+    ev.add_argument("--similarity-width", type=float, help="similarity of a numeric attribute: the range width")
+    ev.add_argument("--population", help="a population table in the release's coding: journalist risk")
+    ev.add_argument("--threshold", type=float, default=0.2, help="record risk threshold (default 0.2)")
+    ev.add_argument("--min-sup", type=float, default=0.05, help="U_loss: minimum support of a population (0.05)")
+    ev.add_argument("--foreground", action="store_true", help="also run the foreground-knowledge attack")
+    ev.add_argument("--targets", help="foreground: sensitive values forming the event x, comma-separated "
+                                      "(default: every value on its own)")
+    ev.add_argument("--r", type=float, default=2, help="foreground: breach when p(t:x) > 1/r (default 2)")
+    ev.add_argument("--epsilon", type=float, default=0.01, help="foreground: sampling error (default 0.01)")
+    ev.add_argument("--sigma", type=float, default=0.9, help="foreground: sampling confidence (default 0.9)")
+    ev.add_argument("--truth", help="foreground: the publisher's table of group, QIs and true sensitive value")
+    ev.add_argument("--db", help="DuckDB database file")
+    ev.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+
+    tr = sub.add_parser("tradeoff", help="anonymize once per setting and plot P_loss against U_loss (the efficient "
+                                         "frontier)")
+    tr.add_argument("source", help="a table or view in --db, or a CSV/Parquet file")
+    tr.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
+    tr.add_argument("--sensitive", required=True, help="the sensitive attribute")
+    tr.add_argument("--setting", action="append", default=[], metavar="METHOD:PARAM=V,...",
+                    help="one release, e.g. mondrian:k=10 or mondrian:k=5,t=0.2 or anatomy:l=4 (repeatable); "
+                         "PARAM=V1|V2|... sweeps a parameter")
+    tr.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH", help="hierarchy of an attribute")
+    tr.add_argument("--min-sup", type=float, default=0.05, help="U_loss: minimum support of a population (0.05)")
+    tr.add_argument("--html", metavar="PATH", help="write the frontier plot and table as HTML")
+    tr.add_argument("--db", help="DuckDB database file")
+    tr.add_argument("--json", action="store_true", help="print the points as JSON")
+
     d = sub.add_parser("demo", help="generate a synthetic census table in memory, generalize it and check it")
     d.add_argument("--rows", type=int, default=100_000, help="rows of the synthetic table (default 100000)")
     d.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
@@ -243,6 +282,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _report(args)
         if args.command == "audit":
             return _audit(args)
+        if args.command == "evaluate":
+            return _evaluate(args)
+        if args.command == "tradeoff":
+            return _tradeoff(args)
         if args.command == "demo":
             from .demo import run_demo
 
@@ -613,6 +656,81 @@ def _bt_arg(text: str, qi: str) -> tuple[Any, float]:
     if len(bs) != len(qis):
         raise InputError(f"--bt {text!r}: {len(bs)} bandwidths for {len(qis)} quasi-identifiers")
     return dict(zip(qis, bs)), tv
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    import json
+
+    from .engine import DuckDBEngine
+    from .evaluate import evaluate
+    from .hierarchy import parse_hierarchy_arg
+    from .schema import split_list
+
+    hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
+    fg = None
+    if args.foreground:
+        fg = {"r": _int_if_whole(args.r), "epsilon": args.epsilon, "sigma": args.sigma, "truth": args.truth,
+              "targets": split_list(args.targets, "--targets") or None}
+    elif args.targets or args.truth:
+        raise InputError("--targets and --truth belong to --foreground")
+    engine = DuckDBEngine(args.db)
+    try:
+        ev = evaluate(args.release, args.qi, args.sensitive, engine=engine, source=args.source, group=args.group,
+                      hierarchies=hierarchies, similarity_level=args.similarity_level,
+                      similarity_width=args.similarity_width, population=args.population, threshold=args.threshold,
+                      min_sup=args.min_sup, foreground=fg)
+    finally:
+        engine.close()
+    print(json.dumps(ev.to_dict(), indent=2, default=str) if args.json else ev.format())
+    return 0
+
+
+def _setting_arg(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """METHOD:PARAM=V,... -> settings; PARAM=V1|V2 expands into one setting per value."""
+    import itertools
+
+    method, sep, rest = text.partition(":")
+    if not sep or not method:
+        raise InputError(f"--setting expects METHOD:PARAM=V,... (e.g. mondrian:k=10), got {text!r}")
+    grid: list[tuple[str, list[Any]]] = []
+    for item in filter(None, rest.split(",")):
+        key, eq, vals = item.partition("=")
+        if not eq:
+            raise InputError(f"--setting {text!r}: {item!r} is not PARAM=VALUE")
+        parsed = []
+        for v in vals.split("|"):
+            try:
+                parsed.append(int(v))
+            except ValueError:
+                try:
+                    parsed.append(float(v))
+                except ValueError:
+                    parsed.append(v)
+        grid.append((key.strip().replace("-", "_"), parsed))
+    return [(method, dict(zip([k for k, _ in grid], combo))) for combo in itertools.product(*[v for _, v in grid])]
+
+
+def _tradeoff(args: argparse.Namespace) -> int:
+    import json
+
+    from .engine import DuckDBEngine
+    from .hierarchy import parse_hierarchy_arg
+    from .tradeoff import sweep, write_frontier_html
+
+    if not args.setting:
+        raise InputError("give at least one --setting (e.g. --setting mondrian:k=10|50|100 --setting anatomy:l=4)")
+    settings = [x for t in args.setting for x in _setting_arg(t)]
+    hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
+    engine = DuckDBEngine(args.db)
+    try:
+        sw = sweep(args.source, args.qi, args.sensitive, settings, engine=engine, hierarchies=hierarchies,
+                   min_sup=args.min_sup)
+    finally:
+        engine.close()
+    if args.html:
+        write_frontier_html(sw, args.html)
+    print(json.dumps(sw.to_dict(), indent=2, default=str) if args.json else sw.format())
+    return 0
 
 
 def _l_only(args: argparse.Namespace, method: str, takes: str) -> None:
