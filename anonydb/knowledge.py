@@ -128,19 +128,7 @@ def _mine(eng, s, rel, qi_cols, sensitive, min_exp, hierarchies, n_examples) -> 
     thr_table = s.table("SELECT * FROM (VALUES " + ", ".join(
         f"({i}, {thr[v]!r})" for i, (v, _) in enumerate(vals)) + ") AS t(_adb_code, _adb_thr)")
     min_count = max(1, math.ceil(min(thr.values()) - 1e-9))
-    # per QI the labels of its non-root levels (level_0 = the value as text)
-    maps, heights = [], []
-    for c in qi_cols:
-        h = hierarchies.get(c)
-        if h is None:
-            m = s.table(f"SELECT DISTINCT CAST({ident(c)} AS VARCHAR) AS level_0 FROM {ident(rel)} "
-                        f"WHERE {ident(c)} IS NOT NULL")
-            heights.append(1)
-        else:
-            h.validate(eng, rel, c)
-            m = h.materialize_wide(eng, s.name(), relation=rel, column=c, temp=True)
-            heights.append(h.height)  # levels 0 .. H-1 are non-root
-        maps.append(m)
+    maps, heights = level_maps(eng, s, rel, qi_cols, hierarchies)
     cols = [f"a{i}_{lv}" for i, hgt in enumerate(heights) for lv in range(hgt)]
     q = [ident(c) for c in qi_cols]
     prof = s.table(f"SELECT {', '.join(f'r.{x}' for x in q)}, k._adb_code, count(*) AS _c FROM {ident(rel)} AS r "
@@ -220,6 +208,23 @@ def _mine(eng, s, rel, qi_cols, sensitive, min_exp, hierarchies, n_examples) -> 
     if n_examples:
         out.examples = describe(eng, out, limit=n_examples)
     return out
+
+
+def level_maps(eng: Engine, s: Any, rel: str, qi: list[str], hierarchies: dict[str, Hierarchy]) -> tuple[list, list]:
+    """Per QI the wide map of its non-root levels (level_0 = the value as text .. level_{H-1}) over
+    ``rel``'s values, and H (1 for a QI without a hierarchy: its values only)."""
+    maps, heights = [], []
+    for c in qi:
+        h = hierarchies.get(c)
+        if h is None:
+            maps.append(s.table(f"SELECT DISTINCT CAST({ident(c)} AS VARCHAR) AS level_0 FROM {ident(rel)} "
+                                f"WHERE {ident(c)} IS NOT NULL"))
+            heights.append(1)
+        else:
+            h.validate(eng, rel, c)
+            maps.append(h.materialize_wide(eng, s.name(), relation=rel, column=c, temp=True))
+            heights.append(h.height)  # levels 0 .. H-1 are non-root
+    return maps, heights
 
 
 def _widen(base: str, q: list[str], maps: list[str], heights: list[int], extra: str) -> str:

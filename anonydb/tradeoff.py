@@ -95,27 +95,15 @@ class ULoss:
 
 
 def _level_maps(eng: Engine, s: Any, rel: str, qi: list[str], hierarchies: Mapping[str, Hierarchy]):
-    """Per QI its wide level map (level_0 = the value as text .. level_{H-1}) and H (non-root levels)."""
-    maps, heights = [], []
-    for c in qi:
-        h = hierarchies.get(c)
-        if h is None:
-            maps.append(s.table(f"SELECT DISTINCT CAST({ident(c)} AS VARCHAR) AS level_0 FROM {ident(rel)} "
-                                f"WHERE {ident(c)} IS NOT NULL"))
-            heights.append(1)
-        else:
-            h.validate(eng, rel, c)
-            maps.append(h.materialize_wide(eng, s.name(), relation=rel, column=c, temp=True))
-            heights.append(h.height)
-    return maps, heights
+    from .knowledge import level_maps
+
+    return level_maps(eng, s, rel, qi, dict(hierarchies))
 
 
 def _widen(base: str, qi: list[str], maps: list[str], heights: list[int], extra: str) -> str:
-    sel = [extra] + [f"m{i}.{ident(f'level_{lv}')} AS {ident(f'a{i}_{lv}')}"
-                     for i, hgt in enumerate(heights) for lv in range(hgt)]
-    joins = " ".join(f"LEFT JOIN {ident(m)} AS m{i} ON m{i}.level_0 = CAST(p.{ident(x)} AS VARCHAR)"
-                     for i, (m, x) in enumerate(zip(maps, qi)))
-    return f"SELECT {', '.join(sel)} FROM {ident(base)} AS p {joins}"
+    from .knowledge import _widen as widen
+
+    return widen(base, [ident(c) for c in qi], maps, heights, extra)
 
 
 def _cells(eng: Engine, s: Any, wide: str, cols: list[str], vectors: list[tuple], min_count: float | None,
