@@ -238,6 +238,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--epsilon", type=float, default=0.01, help="foreground: sampling error (default 0.01)")
     ev.add_argument("--sigma", type=float, default=0.9, help="foreground: sampling confidence (default 0.9)")
     ev.add_argument("--truth", help="foreground: the publisher's table of group, QIs and true sensitive value")
+    ev.add_argument("--max-attrs", type=int, help="foreground: attribute sets of at most this many QIs")
+    ev.add_argument("--risk-out", metavar="TABLE", help="foreground: write every tuple's risk to this table (in --db)")
     ev.add_argument("--db", help="DuckDB database file")
     ev.add_argument("--json", action="store_true", help="print the evaluation as JSON")
 
@@ -670,9 +672,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     fg = None
     if args.foreground:
         fg = {"r": _int_if_whole(args.r), "epsilon": args.epsilon, "sigma": args.sigma, "truth": args.truth,
-              "targets": split_list(args.targets, "--targets") or None}
-    elif args.targets or args.truth:
-        raise InputError("--targets and --truth belong to --foreground")
+              "targets": split_list(args.targets, "--targets") or None, "max_attrs": args.max_attrs,
+              "out": args.risk_out, "replace": bool(args.risk_out)}
+    elif args.targets or args.truth or args.risk_out or args.max_attrs:
+        raise InputError("--targets, --truth, --max-attrs and --risk-out belong to --foreground")
     engine = DuckDBEngine(args.db)
     try:
         ev = evaluate(args.release, args.qi, args.sensitive, engine=engine, source=args.source, group=args.group,
