@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from anonydb.errors import InfeasibleError
 from anonydb.evaluate import evaluate
 from anonydb.hierarchy import Hierarchy
 from anonydb.methods import anatomy, anonymize
@@ -106,8 +107,6 @@ def test_u_loss_of_a_generalized_release_equals_python(engine, rows, k, min_sup)
     for t in ("src", "rel"):
         engine.execute(f"DROP TABLE IF EXISTS {t}")
     make_table(engine, "src", ["id", "x", "y", "s"], [(i, *r) for i, r in enumerate(rows)])
-    if k > len(rows):
-        return
     anonymize("src", ["x", "y"], "s", out="rel", engine=engine, k=k, hierarchies={"y": YH})
     got = engine.fetch("SELECT eq_class, x_lo, x_hi, y, s FROM rel")
     xs = sorted({r[0] for r in rows})
@@ -135,8 +134,10 @@ def test_u_loss_of_a_bucketized_release_equals_python(engine, rows, min_sup):
     for t in ("src", "ana_qit", "ana_st"):
         engine.execute(f"DROP TABLE IF EXISTS {t}")
     make_table(engine, "src", ["x", "y", "s"], rows)
-    if max(Counter(s for *_, s in rows).values()) * 2 > len(rows):
-        return  # Anatomy with l = 2 is infeasible
+    if max(Counter(s for *_, s in rows).values()) * 2 > len(rows):  # a value in more than half the rows
+        with pytest.raises(InfeasibleError, match="Anatomy with l = 2 is infeasible"):
+            anatomy("src", ["x", "y"], "s", l=2, out="ana", engine=engine)
+        return
     anatomy("src", ["x", "y"], "s", l=2, out="ana", engine=engine)
     qit = engine.fetch("SELECT group_id, x, y FROM ana_qit")
     stt = engine.fetch('SELECT group_id, s, "count" FROM ana_st')
