@@ -153,7 +153,7 @@ def audit_distribution(b: Any, t: Any, *, engine: Engine | Any = None, qi: Any =
     adversary's knowledge comes from the data). ``distance`` as in (B,t)-privacy."""
     from .checker import _evaluate
     from .models.base import GroupContext
-    from .models.bt_privacy import BTPrivacy
+    from .models.bt_privacy import BTPrivacy, cell_relations, members_of
     from .prior import distinct_qids
     from .schema import is_numeric_type, split_list
 
@@ -180,32 +180,23 @@ def audit_distribution(b: Any, t: Any, *, engine: Engine | Any = None, qi: Any =
         if unknown:
             raise InputError(f"{unknown} QI tuple(s) of the release do not occur in the prior's source {src!r}")
         model.bind(eng, src, qi_cols, sensitive, qids=qids, scratch=s, hierarchies=hierarchies, kinds=kinds)
-        on = " AND ".join(f"r.{ident(c)} IS NOT DISTINCT FROM q.{ident(c)}" for c in qi_cols)
-        members = s.table(f"SELECT r.{g}, q._adb_qid, count(*) AS _adb_m FROM {ident(rel)} AS r "
-                          f"JOIN {ident(qids)} AS q ON {on} GROUP BY ALL")
+        members = members_of(eng, s, rel, group, qids, qi_cols)
         if table is not None:
             cells = s.table(f"SELECT {g}, {ident(sensitive)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(table)} "
                             f"GROUP BY ALL")
         else:
             cells = s.table(f"SELECT {g}, {ident(sensitive)} AS _adb_sa, sum(count) AS _adb_cnt FROM {ident(st)} "
                             f"GROUP BY ALL")
-        glob = s.table(f"SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt FROM {ident(cells)} GROUP BY _adb_sa")
-        groups = s.table(eng.render("check_groups.sql.j2", keys=[group], cells=cells))
-        domain = eng.scalar(f"SELECT count(*) FROM {ident(glob)}")
+        glob, groups, domain = cell_relations(eng, s, cells, [group])
         sa_type = dict(eng.columns(src))[sensitive]
         ctx = GroupContext(engine=eng, keys=[group], cells=cells, groups=groups, glob=glob, total=0,
                            domain=int(domain), sensitive=sensitive, sensitive_numeric=is_numeric_type(sa_type),
                            sa_hierarchy=(hierarchies or {}).get(sensitive), scratch=s, qi_columns=[group],
                            members=members)
-        model.prepare(ctx)
-        # per tuple: the same plan, summarized at (group, qid) granularity
         verdict = _evaluate(model, ctx, 0, None)
-        tuples = eng.fetch_rows(
-            eng.render("model_bt.sql.j2", keys=[group], members=members, cells=cells, groups=groups,
-                       prior=model.prior.table, distance=model._resolved, t=repr(float(model.t)), per_tuple=True,
-                       **model._extra))[1][0]
+        tuples = eng.fetch_rows(model.tuple_summary(ctx))[1][0]  # the same plan, summarized per tuple
     return DistributionAudit(b=model.prior.bandwidth if len(set(model.prior.bandwidth.values())) > 1 else b,
-                             t=float(model.t), distance=model._resolved, rows=int(tuples[0] or 0),
+                             t=float(model.t), distance=model.params["distance"], rows=int(tuples[0] or 0),
                              groups=verdict.groups, vulnerable=int(tuples[1] or 0),
                              vulnerable_groups=verdict.violating_groups, worst=float(tuples[2] or 0.0))
 

@@ -42,8 +42,10 @@ class Parts:
     tuples: str
     counts: str
     keys: list[str]  # the columns a record's identity class is read from (for risk)
-    table: str  # the relation holding the QI columns (risk)
+    table: str  # the relation holding the QI columns (risk; with kind "table", the release rows)
     rows: int
+    group: str  # the release's group column
+    st: str | None = None  # with kind "qit_st": the ST (table is the QIT)
 
 
 def release_parts(eng: Engine, s: Any, release: Any, qi: list[str], sensitive: str, group: str | None = None) -> Parts:
@@ -71,7 +73,7 @@ def release_parts(eng: Engine, s: Any, release: Any, qi: list[str], sensitive: s
         counts = s.table(f"SELECT {ident(g)} AS _adb_g, {ident(sensitive)} AS _adb_sa, sum({ident('count')}) AS _adb_cnt "
                          f"FROM {ident(st)} GROUP BY ALL")
         rows = int(eng.scalar(f"SELECT count(*) FROM {ident(tuples)}"))
-        return Parts("qit_st", tuples, counts, list(qi), qit, rows)
+        return Parts("qit_st", tuples, counts, list(qi), qit, rows, g, st)
     cols = dict(eng.columns(table))
     g = group or next((c for c in ("eq_class", "bucket_id", "group_id") if c in cols), None)
     if g is None or g not in cols:
@@ -83,7 +85,7 @@ def release_parts(eng: Engine, s: Any, release: Any, qi: list[str], sensitive: s
     counts = s.table(f"SELECT {ident(g)} AS _adb_g, {ident(sensitive)} AS _adb_sa, count(*) AS _adb_cnt "
                      f"FROM {ident(table)} GROUP BY ALL")
     rows = int(eng.scalar(f"SELECT count(*) FROM {ident(tuples)}"))
-    return Parts("table", tuples, counts, [g] if g == "eq_class" else list(qi), table, rows)
+    return Parts("table", tuples, counts, [g] if g == "eq_class" else list(qi), table, rows, g)
 
 
 # -- attacks on the sensitive values --------------------------------------------------------------
@@ -245,19 +247,13 @@ def evaluate(release: Any, qi: str | Iterable[str], sensitive: str, *, engine: E
             notes.append("no hierarchy for the sensitive attribute: similarity attack skipped")
         risk = reidentification_risk(eng, parts.table, parts.keys, population=population, threshold=threshold)
         pl = p_loss_of_counts(eng, parts.counts)
+        # the release itself feeds U_loss and the foreground attack: its QIT/ST, or its rows
+        where: dict[str, Any] = ({"qit": parts.table, "st": parts.st} if parts.kind == "qit_st" else
+                                 {"table": parts.table})
         ul = pops = None
         if source is not None:
-            if parts.kind == "qit_st":
-                st = s.table(f"SELECT _adb_g AS group_id, _adb_sa AS {ident(sensitive)}, _adb_cnt AS {ident('count')} "
-                             f"FROM {ident(parts.counts)}")
-                qit = s.table(f"SELECT _adb_g AS group_id, {', '.join(ident(c) for c in qi_cols)} FROM "
-                              f"{ident(parts.tuples)}")
-                r = u_loss(source, qi_cols, sensitive, engine=eng, hierarchies=hs, min_sup=min_sup, qit=qit, st=st)
-            else:
-                g = group or ("bucket_id" if "bucket_id" in dict(eng.columns(parts.table)) else None) or \
-                    next(c for c in ("eq_class", "group_id") if c in dict(eng.columns(parts.table)))
-                r = u_loss(source, qi_cols, sensitive, engine=eng, hierarchies=hs, min_sup=min_sup,
-                           table=parts.table, group=g, bucketized=g == "bucket_id")
+            r = u_loss(source, qi_cols, sensitive, engine=eng, hierarchies=hs, min_sup=min_sup, group=parts.group,
+                       bucketized=parts.group == "bucket_id", **where)
             ul, pops = r.value, r.populations
         else:
             notes.append("no source given: U_loss skipped")
@@ -265,18 +261,8 @@ def evaluate(release: Any, qi: str | Iterable[str], sensitive: str, *, engine: E
         if foreground is not None:
             from .foreground import foreground_attack
 
-            kw = dict(foreground)
-            if parts.kind == "qit_st":
-                qit = s.table(f"SELECT _adb_g AS group_id, {', '.join(ident(c) for c in qi_cols)} FROM "
-                              f"{ident(parts.tuples)}")
-                st = s.table(f"SELECT _adb_g AS group_id, _adb_sa AS {ident(sensitive)}, _adb_cnt AS {ident('count')} "
-                             f"FROM {ident(parts.counts)}")
-                fg = foreground_attack(engine=eng, qi=qi_cols, sensitive=sensitive, group="group_id", qit=qit, st=st,
-                                       **kw)
-            else:
-                g = group or next(c for c in ("eq_class", "bucket_id", "group_id")
-                                  if c in dict(eng.columns(parts.table)))
-                fg = foreground_attack(engine=eng, qi=qi_cols, sensitive=sensitive, group=g, table=parts.table, **kw)
+            fg = foreground_attack(engine=eng, qi=qi_cols, sensitive=sensitive, group=parts.group, **where,
+                                   **dict(foreground))
     return Evaluation(release=name, rows=parts.rows, groups=groups, seconds=time.perf_counter() - t0,
                       homogeneity=homo, similarity=sim, risk=risk, p_loss=pl, u_loss=ul, populations=pops,
                       foreground=fg, notes=notes)

@@ -32,6 +32,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from .engine import Engine, connect
 from .errors import InputError
 from .hierarchy import Hierarchy
+from .knowledge import _widen as widen
+from .knowledge import level_maps
 from .schema import split_list
 from .sources import open_source
 from .sqlgen import ident
@@ -94,15 +96,7 @@ class ULoss:
     seconds: float = 0.0
 
 
-def _level_maps(eng: Engine, s: Any, rel: str, qi: list[str], hierarchies: Mapping[str, Hierarchy]):
-    from .knowledge import level_maps
-
-    return level_maps(eng, s, rel, qi, dict(hierarchies))
-
-
 def _widen(base: str, qi: list[str], maps: list[str], heights: list[int], extra: str) -> str:
-    from .knowledge import _widen as widen
-
     return widen(base, [ident(c) for c in qi], maps, heights, extra)
 
 
@@ -159,7 +153,7 @@ def populations(source: str, qi: str | Iterable[str], sensitive: str, *, scratch
     n = int(eng.scalar(f"SELECT count(*) FROM {ident(src)}"))
     if not n:
         raise InputError(f"{source} is empty")
-    maps, heights = _level_maps(eng, s, src, qi_cols, hierarchies)
+    maps, heights = level_maps(eng, s, src, qi_cols, hierarchies)
     cols = [f"a{i}_{lv}" for i, hgt in enumerate(heights) for lv in range(hgt)]
     owner = [(i, lv) for i, hgt in enumerate(heights) for lv in range(hgt)]
     vectors = [v for v in itertools.product(*[[None] + list(range(h)) for h in heights])
@@ -389,7 +383,7 @@ def sweep(source: str, qi: str | Iterable[str], sensitive: str, settings: Sequen
 
 def _sweep(eng, source, qi_cols, sensitive, settings, hs, pops, out, progress) -> None:
     from .errors import InfeasibleError
-    from .release import QIT_ST, anonymize
+    from .release import QIT_ST, _drop_release, anonymize
 
     for k, (method, params) in enumerate(settings):
         params = dict(params)
@@ -425,12 +419,7 @@ def _sweep(eng, source, qi_cols, sensitive, settings, hs, pops, out, progress) -
                             group="eq_class")
             out.points.append(TradeoffPoint(label, method, dict(params), pl, ul.value, secs, ul.populations))
         finally:
-            for t in (list(rel.tables.values()) if rel.tables else []):
-                for kind in ("VIEW", "TABLE"):
-                    try:
-                        eng.drop(t, view=kind == "VIEW")
-                    except Exception:
-                        pass
+            _drop_release(eng, name)
         if progress:
             progress({"done": k + 1, "of": len(settings)})
 

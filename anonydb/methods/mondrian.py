@@ -550,15 +550,12 @@ class _Planner:
         """(B,t)-privacy of the release: every row's Omega posterior in its final class against its
         prior, the classes' value counts and QI tuples recounted from the released rows."""
         from ..checker import Report, _evaluate
+        from ..models.bt_privacy import cell_relations, members_of
         e, s = self.eng, self.s
-        on = " AND ".join(f"j.{ident(c)} IS NOT DISTINCT FROM q.{ident(c)}" for c in self.qi_cols)
-        members = s.table(f"SELECT j._adb_pid, q._adb_qid, count(*) AS _adb_m FROM {ident(joined)} AS j "
-                          f"JOIN {ident(self.qids)} AS q ON {on} GROUP BY ALL")
+        members = members_of(e, s, joined, "_adb_pid", self.qids, self.qi_cols)
         cells = s.table(f"SELECT _adb_pid, {ident(self.sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(joined)} "
                         f"GROUP BY ALL")
-        glob = s.table(f"SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt FROM {ident(cells)} GROUP BY _adb_sa")
-        groups = s.table(self.eng.render("check_groups.sql.j2", keys=["_adb_pid"], cells=cells))
-        domain = e.scalar(f"SELECT count(*) FROM {ident(glob)}")
+        glob, groups, domain = cell_relations(e, s, cells, ["_adb_pid"])
         out = []
         for m in self.bt:
             ctx = self.ctx(cells, groups, ["_adb_pid"], glob, domain, members=members)

@@ -92,6 +92,13 @@ class BTPrivacy(Model):
                                  groups=ctx.groups, prior=self.prior.table, distance=self._resolved,
                                  t=repr(float(self.t)), **self._extra)
 
+    def tuple_summary(self, ctx: GroupContext) -> Rendered:
+        """One row (rows, vulnerable = tuples with D > t, worst D): the verdict plan kept per tuple."""
+        self.prepare(ctx)
+        return ctx.engine.render("model_bt.sql.j2", keys=ctx.keys, members=ctx.members, cells=ctx.cells,
+                                 groups=ctx.groups, prior=self.prior.table, distance=self._resolved,
+                                 t=repr(float(self.t)), per_tuple=True, **self._extra)
+
     def achieved(self, worst_value, ctx):
         return {"t": float(worst_value) if worst_value is not None else 0.0}
 
@@ -99,4 +106,19 @@ class BTPrivacy(Model):
         return ""
 
 
-__all__ = ["BTPrivacy", "BT_DISTANCES"]
+def members_of(eng: Any, s: Any, rows: str, group: str, qids: str, qi: list[str]) -> str:
+    """(group, _adb_qid, _adb_m): how many rows of each group have each numbered QI tuple."""
+    on = " AND ".join(f"r.{ident(c)} IS NOT DISTINCT FROM q.{ident(c)}" for c in qi)
+    return s.table(f"SELECT r.{ident(group)}, q._adb_qid, count(*) AS _adb_m FROM {ident(rows)} AS r "
+                   f"JOIN {ident(qids)} AS q ON {on} GROUP BY ALL")
+
+
+def cell_relations(eng: Any, s: Any, cells: str, keys: list[str]) -> tuple[str, str, int]:
+    """From per-group value counts ``cells``: the table's distribution, the group statistics and
+    the number of distinct values (what a GroupContext needs besides the members)."""
+    glob = s.table(f"SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt FROM {ident(cells)} GROUP BY _adb_sa")
+    groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells))
+    return glob, groups, int(eng.scalar(f"SELECT count(*) FROM {ident(glob)}"))
+
+
+__all__ = ["BTPrivacy", "BT_DISTANCES", "cell_relations", "members_of"]
