@@ -13,7 +13,11 @@ also under suppression (k-anonymity and distinct l-diversity only: merging a fai
 a passing one passes) -- a Flash-style search [Kohlmayer et al. 2012] binary-searches chains of
 successors from the untagged nodes, bottom-up, many chains per query; each judged node tags every
 more general node (if it satisfies) or every more specific one (if it fails) without checking
-them. Otherwise every node is checked, a height at a time. The minimal
+them (one slice of a d-dimensional tag array). Otherwise every node is checked, a height at a
+time. A batch of nodes is grouped from the distinct tuples rolled up to the batch's meet (the
+least general node below all of them) when that is above the bottom. When the optimum must be a
+minimal node, the search judges only verdicts and the metrics are computed for the candidates
+afterwards. The minimal
 satisfying nodes (no satisfying direct predecessor) form the Pareto set. The optimum is taken
 among them when the metric can only worsen with generalization (height and precision always;
 DM, AECS, loss and entropy without suppression), else among all satisfying nodes.
@@ -26,19 +30,19 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from ..checker import build_models, check
 from ..engine import Engine, connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..generalize import generalize_sql
-from ..hierarchy import EnumeratedHierarchy, Hierarchy
+from ..hierarchy import Hierarchy
 from ..models import GroupContext, Model
 from ..schema import is_numeric_type, split_list, validate_roles
 from ..sources import open_source
-from ..sqlgen import ident, literal
-from .mondrian import _fmt, _row_ids, _swap, _temp_release_name
+from ..sqlgen import ident
+from .mondrian import _fmt, _swap, _temp_release_name
 
 METRICS = ("dm", "aecs", "height", "precision", "loss", "entropy")
 #: nodes judged per GROUPING SETS query
@@ -182,7 +186,7 @@ class _Lattice:
             f"SELECT {i} AS qi, {l} AS level, label, CAST(row_number() OVER (ORDER BY label NULLS LAST) AS INTEGER) "
             f"AS code FROM (SELECT DISTINCT _q{i}_{l} AS label FROM {ident(labels)}) AS d" for i, l in pairs))
         self.lev = s.table(eng.render("fulldomain_codes.sql.j2", labels=labels, codes=self.codes, pairs=pairs,
-                                      sensitive=sa))
+                                      heights=self.heights, sensitive=sa))
         self.allcols = [f"_q{i}_{l}" for i in range(self.d) for l in range(self.heights[i] + 1)]
         if len(self.allcols) > 62:
             raise InputError(f"the hierarchies have {len(self.allcols)} levels in all; at most 62 are supported")
@@ -204,8 +208,12 @@ class _Lattice:
                              sensitive_numeric=bool(sa) and is_numeric_type(types[sa]), sa_hierarchy=sa_hier,
                              scratch=s, qi_columns=[q.column for q in qis])
         self.prepared = False
-        self.checked = 0
+        self.judged: set[tuple[int, ...]] = set()  # nodes whose groups were judged (checked)
         self.keys = ["_adb_ln"] + [f"_adb_g{i}" for i in range(self.d)]
+
+    @property
+    def checked(self) -> int:
+        return len(self.judged)
 
     def spec(self, nodes: list[tuple[int, ...]]) -> dict[str, Any]:
         """Template context for a batch: the level columns it groups by, per QI the levels used,
@@ -223,31 +231,37 @@ class _Lattice:
             spec.append({"id": j, "mask": m, "levels": n})
         return dict(nodes=spec, allcols=cols, used=used, d=self.d, sensitive=self.sa, lev=self.lev)
 
-    def evaluate(self, nodes: list[tuple[int, ...]]) -> dict[tuple[int, ...], dict[str, Any]]:
-        """Judge a batch of nodes: suppressed rows, classes, DM and loss per node."""
+    def evaluate(self, nodes: list[tuple[int, ...]], full: bool = True) -> dict[tuple[int, ...], dict[str, Any]]:
+        """Judge a batch of nodes: suppressed rows and classes per node, and (``full``) DM and loss."""
         e, s = self.eng, self.s
         out = {}
         for start in range(0, len(nodes), BATCH):
             batch = nodes[start:start + BATCH]
-            cells = s.table(e.render("fulldomain_nodes.sql.j2", **self.spec(batch)))
+            spec = self.spec(batch)
+            meet = [min(n[i] for n in batch) for i in range(self.d)]
+            if any(meet):  # roll the distinct tuples up to the batch's meet first: fewer rows to group
+                spec["lev"] = s.table(f"SELECT {', '.join(spec['allcols'])}{', _adb_sa' if self.sa else ''}, "
+                                      f"sum(_adb_cnt) AS _adb_cnt FROM {ident(self.lev)} GROUP BY ALL")
+            cells = s.table(e.render("fulldomain_nodes.sql.j2", **spec))
             ntab = s.table("SELECT * FROM (VALUES " + ", ".join(
                 "(" + ", ".join(str(x) for x in (j, *n)) + ")" for j, n in enumerate(batch)) + ") AS t(_adb_ln, "
                 + ", ".join(f"l{i}" for i in range(self.d)) + ")")
             ok, groups = self._ok(cells)
             rows = e.fetch(e.render("fulldomain_judge.sql.j2", ok=ok, groups=groups, nodes=ntab, card=self.card,
-                                    d=self.d, leaves=self.leaves, total=self.total))
+                                    d=self.d, leaves=self.leaves, total=self.total, full=full))
             for r in rows:
-                out[batch[r["_adb_ln"]]] = {"suppressed": int(r["suppressed"]), "classes": int(r["classes"]),
-                                              "dm": int(r["dm"]), "loss": float(r["loss"])}
-            self.checked += len(batch)
+                out[batch[r["_adb_ln"]]] = {"suppressed": int(r["suppressed"]), "classes": int(r["classes"])}
+                if full:
+                    out[batch[r["_adb_ln"]]].update(dm=int(r["dm"]), loss=float(r["loss"]))
+            self.judged.update(batch)
         return out
 
     def _ok(self, cells: str) -> tuple[str, str]:
         e, s = self.eng, self.s
         if self.sa:
             groups = s.table(e.render("check_groups.sql.j2", keys=self.keys, cells=cells))
-        else:
-            groups = s.table(f"SELECT {', '.join(self.keys)}, sum(_adb_cnt) AS _adb_n FROM {ident(cells)} GROUP BY ALL")
+        else:  # the cells are the groups (fulldomain_nodes.sql.j2 counts them as _adb_n too)
+            groups = cells
         ctx = GroupContext(keys=self.keys, cells=cells, groups=groups, **self.ctx_base)
         if not self.prepared:
             for m in self.models:
@@ -286,24 +300,26 @@ class _Lattice:
             by_height.setdefault(sum(n), []).append(n)
         prune = all(m.monotonic for m in self.models) and (
             self.limit == 0 or all(m.suppression_monotonic for m in self.models))
+        # without suppression (or with a metric that only worsens upwards) the optimum is among the
+        # minimal satisfying nodes, so the search needs only each node's verdict and the metrics
+        # are computed afterwards for those candidates (a lighter plan per batch)
+        monotone_metric = metric in ("height", "precision") or self.limit == 0
+        full = not (prune and monotone_metric)
         sat: dict[tuple, dict | None] = {}  # satisfying nodes -> their judged values (None: implied)
         judged: dict[tuple, dict] = {}
-        status: dict[tuple, bool] = {}
+        status = _Tags(self.heights)
+
         def judge(todo):
-            res = self.evaluate(todo) if todo else {}
+            res = self.evaluate(todo, full=full) if todo else {}
             judged.update(res)
             for n, r in res.items():
                 ok = r["suppressed"] <= self.limit
-                status[n] = ok
+                status.set(n, ok)
                 if ok:
                     sat[n] = r
                 if prune:  # a satisfying node makes every more general node satisfy, a failing one
                     # every more specific node fail (monotonicity; predictive tagging)
-                    for m in (_closure(n, self.heights, up=True) if ok else _closure(n, self.heights, up=False)):
-                        if m not in status:
-                            status[m] = ok
-                            if ok:
-                                sat[m] = None
+                    status.tag_closure(n, ok)
 
         if prune:
             # Flash-style [Kohlmayer et al. 2012]: from every untagged node (bottom-up), a chain of
@@ -341,6 +357,8 @@ class _Lattice:
                 judge([n for n in by_height[h] if n not in status])
                 if progress:
                     progress({"height": h, "checked": self.checked, "satisfying": len(sat)})
+        for n in status.satisfying():  # the satisfying nodes implied by tagging
+            sat.setdefault(n, None)
         if not sat:
             closest = min(judged, key=lambda n: (judged[n]["suppressed"], sum(n), n))
             raise InfeasibleError(
@@ -349,10 +367,9 @@ class _Lattice:
                 f"{dict(zip([q.column for q in self.qis], closest))} with {judged[closest]['suppressed']} rows in "
                 f"failing groups")
         minimal = [n for n in sat if not any(p in sat for p in _preds(n))]
-        monotone_metric = metric in ("height", "precision") or self.limit == 0
         if monotone_metric:
             cands = minimal
-            missing = [n for n in cands if sat[n] is None]
+            missing = [n for n in cands if sat[n] is None or "dm" not in sat[n]]
             if missing:
                 sat.update(self.evaluate(missing))
         elif metric in ("dm", "loss"):
@@ -407,37 +424,44 @@ def _chain(n: tuple[int, ...], heights: list[int], status: dict) -> list[tuple[i
         path.append(cur)
 
 
-def _bisection(heights: list[int]) -> list[int]:
-    """Heights in binary-search order (middle first, then the middles of both halves, ...), so
-    that tagging from the first checks decides most of the lattice."""
-    out, spans = [], [(0, len(heights) - 1)]
-    while spans:
-        nxt = []
-        for lo, hi in spans:
-            if lo > hi:
-                continue
-            mid = (lo + hi) // 2
-            out.append(heights[mid])
-            nxt += [(lo, mid - 1), (mid + 1, hi)]
-        spans = nxt
+def _closure(n: tuple[int, ...], heights: list[int], up: bool) -> set[tuple[int, ...]]:
+    """Every node strictly more general (up) or more specific than ``n``: the box between ``n``
+    and the top (bottom) of the lattice, less ``n``."""
+    ranges = [range(l, h + 1) if up else range(0, l + 1) for l, h in zip(n, heights)]
+    out = set(itertools.product(*ranges))
+    out.discard(n)
     return out
 
 
-def _closure(n: tuple[int, ...], heights: list[int], up: bool):
-    """Every node strictly more general (up) or more specific than ``n``."""
-    seen, stack = set(), [n]
-    while stack:
-        x = stack.pop()
-        for i, l in enumerate(x):
-            y = None
-            if up and l < heights[i]:
-                y = x[:i] + (l + 1,) + x[i + 1:]
-            elif not up and l > 0:
-                y = x[:i] + (l - 1,) + x[i + 1:]
-            if y is not None and y not in seen:
-                seen.add(y)
-                stack.append(y)
-    return seen
+class _Tags:
+    """Every lattice node's tag (untagged, failing, satisfying) as a d-dimensional array, so that
+    predictive tagging of the box above or below a node is one slice assignment."""
+
+    def __init__(self, heights: list[int]):
+        import numpy as np
+
+        self._np = np
+        self.a = np.full([h + 1 for h in heights], -1, dtype=np.int8)
+
+    def __contains__(self, n) -> bool:
+        return self.a[n] >= 0
+
+    def __getitem__(self, n) -> bool:
+        v = self.a[n]
+        if v < 0:
+            raise KeyError(n)
+        return bool(v)
+
+    def set(self, n, ok: bool) -> None:
+        self.a[n] = int(ok)
+
+    def tag_closure(self, n, ok: bool) -> None:
+        """Tag the untagged nodes above a satisfying ``n`` as satisfying, below a failing one as failing."""
+        box = self.a[tuple(slice(l, None) if ok else slice(0, l + 1) for l in n)]
+        box[box < 0] = int(ok)
+
+    def satisfying(self) -> list[tuple[int, ...]]:
+        return [tuple(int(x) for x in i) for i in self._np.argwhere(self.a == 1)]
 
 
 def _preds(n: tuple[int, ...]):
