@@ -125,9 +125,15 @@ def test_column_key_fallback_gives_the_same_report(engine, monkeypatch):
             (None, "3*", "Heart Disease", 7), (None, "3*", None, 9), (None, "3*", "Cancer", 10)]
     t = make_table(engine, "fb", ["zip", "age", "disease", "salary"], rows)
     params = dict(k=4, l=3, t=0.1)
+    # a small table's k check is keyed by its columns; the dictionary-coded integer key agrees
+    k_by_columns = check(t, "zip,age", engine=engine, k=4).to_dict()
+    monkeypatch.setattr(check_mod, "COLUMN_KEY_ROWS", 0)
+    assert check(t, "zip,age", engine=engine, k=4).to_dict() == k_by_columns
+    assert k_by_columns["verdicts"][0]["violations"][0] == {"key": {"zip": "476**", "age": "2*"}, "size": 3,
+                                                            "value": 3}
     coded = check(t, "zip,age", "disease", engine=engine, **params).to_dict()
     nt_coded = check(t, "zip,age", "salary", engine=engine, n=4, t=0.1).to_dict()
-    monkeypatch.setattr(check_mod, "KEY_LIMIT", 1)
+    monkeypatch.setattr(check_mod, "KEY_LIMIT", 1)  # too many tuples for an integer key
     assert check(t, "zip,age", "disease", engine=engine, **params).to_dict() == coded
     assert check(t, "zip,age", "salary", engine=engine, n=4, t=0.1).to_dict() == nt_coded
     assert coded["verdicts"][0]["violations"][0]["key"] == {"zip": "476**", "age": "2*"}

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import anonydb
+from anonydb import checker
 from anonydb.checker import check
 from conftest import make_table
 import oracle
@@ -24,10 +25,17 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 
 
 def run(rows, **params):
+    """The report of the check, which must be the same with the QI columns as the group key
+    (a small table's default) and with the dictionary-coded integer key (large tables')."""
     e = anonydb.connect()
     try:
         make_table(e, "r", ["q1", "q2", "s"], rows)
-        return check("r", ["q1", "q2"], "s", engine=e, max_groups=None, **params)
+        by_columns = check("r", ["q1", "q2"], "s", engine=e, max_groups=None, **params)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(checker, "COLUMN_KEY_ROWS", 0)
+            coded = check("r", ["q1", "q2"], "s", engine=e, max_groups=None, **params)
+        assert coded.to_dict() == by_columns.to_dict()
+        return by_columns
     finally:
         e.close()
 
