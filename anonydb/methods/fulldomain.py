@@ -229,7 +229,7 @@ class _Lattice:
                 if c not in grouped:
                     m |= 1 << (len(cols) - 1 - b)
             spec.append({"id": j, "mask": m, "levels": n})
-        return dict(nodes=spec, allcols=cols, used=used, d=self.d, sensitive=self.sa, lev=self.lev)
+        return dict(nodes=spec, allcols=cols, used=used, d=self.d, sensitive=self.sa, lev=self.lev, rollup=False)
 
     def evaluate(self, nodes: list[tuple[int, ...]], full: bool = True) -> dict[tuple[int, ...], dict[str, Any]]:
         """Judge a batch of nodes: suppressed rows and classes per node, and (``full``) DM and loss."""
@@ -238,14 +238,12 @@ class _Lattice:
         for start in range(0, len(nodes), BATCH):
             batch = nodes[start:start + BATCH]
             spec = self.spec(batch)
-            meet = [min(n[i] for n in batch) for i in range(self.d)]
-            if any(meet):  # roll the distinct tuples up to the batch's meet first: fewer rows to group
-                spec["lev"] = s.table(f"SELECT {', '.join(spec['allcols'])}{', _adb_sa' if self.sa else ''}, "
-                                      f"sum(_adb_cnt) AS _adb_cnt FROM {ident(self.lev)} GROUP BY ALL")
+            # roll the distinct tuples up to the batch's meet first (when above the bottom): fewer rows
+            spec["rollup"] = any(min(n[i] for n in batch) for i in range(self.d))
             cells = s.table(e.render("fulldomain_nodes.sql.j2", **spec))
             ntab = s.table("SELECT * FROM (VALUES " + ", ".join(
                 "(" + ", ".join(str(x) for x in (j, *n)) + ")" for j, n in enumerate(batch)) + ") AS t(_adb_ln, "
-                + ", ".join(f"l{i}" for i in range(self.d)) + ")")
+                + ", ".join(f"l{i}" for i in range(self.d)) + ")") if full else None
             ok, groups = self._ok(cells)
             rows = e.fetch(e.render("fulldomain_judge.sql.j2", ok=ok, groups=groups, nodes=ntab, card=self.card,
                                     d=self.d, leaves=self.leaves, total=self.total, full=full))
