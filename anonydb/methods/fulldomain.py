@@ -250,7 +250,8 @@ class _Lattice:
             for r in rows:
                 out[batch[r["_adb_ln"]]] = {"suppressed": int(r["suppressed"]), "classes": int(r["classes"])}
                 if full:
-                    out[batch[r["_adb_ln"]]].update(dm=int(r["dm"]), loss=float(r["loss"]))
+                    out[batch[r["_adb_ln"]]].update(dm=int(r["dm"]), loss=float(r["loss"]), dm_lb=int(r["dm_lb"]),
+                                                    loss_lb=float(r["loss_lb"]))
             self.judged.update(batch)
         return out
 
@@ -371,18 +372,43 @@ class _Lattice:
             if missing:
                 sat.update(self.evaluate(missing))
         elif metric in ("dm", "loss"):
-            # a satisfying node without suppressed rows beats every more general node on DM and
-            # loss (merged classes cost more, a suppressed row costs the most), so those are skipped
-            cands, dominated = [], set()
+            # Branch and bound, a height at a time. A satisfying node without suppressed rows beats
+            # every more general node (merged classes cost more, a suppressed row costs the most).
+            # And every node N bounds all nodes M above it from below: each row of M is suppressed
+            # (DM cost |T|, loss 1 per cell) or kept in a class that contains its class of N (DM
+            # cost >= that class's size, loss >= its generalization cost at N's levels), so
+            # metric(M) >= metric_lb(N), N's metric with no row suppressed. Once that bound reaches
+            # the best value found (at a lower height, which also wins ties), nothing above N can
+            # be better.
+            cands = []
+            dominated = _Tags(self.heights)
+            bounds: list[tuple[float, tuple[int, ...]]] = []
+            best = float("inf")
+            tol = 0 if metric == "dm" else 1e-9  # loss is a float sum: prune only clearly above
+
+            def add_bounds(res):
+                bounds.extend((r[f"{metric}_lb"], n) for n, r in res.items() if f"{metric}_lb" in r)
+
+            add_bounds(judged)
             for h in sorted(by_height):
                 level = [n for n in by_height[h] if n in sat and n not in dominated]
                 missing = [n for n in level if sat[n] is None]
                 if missing:
-                    sat.update(self.evaluate(missing))
+                    res = self.evaluate(missing)
+                    sat.update(res)
+                    add_bounds(res)
                 for n in level:
                     cands.append(n)
+                    best = min(best, sat[n][metric])
                     if sat[n]["suppressed"] == 0:
-                        dominated |= _closure(n, self.heights, up=True)
+                        dominated.tag_closure(n, True)
+                keep = []
+                for b, n in bounds:
+                    if b >= best + tol:
+                        dominated.tag_closure(n, True)
+                    else:
+                        keep.append((b, n))
+                bounds = keep
         else:
             cands = list(sat)
             missing = [n for n in cands if sat[n] is None]
@@ -420,15 +446,6 @@ def _chain(n: tuple[int, ...], heights: list[int], status: dict) -> list[tuple[i
         pool = untagged or succ
         cur = max(pool, key=lambda x: (max(h - l for h, l in zip(heights, x)), [-v for v in x]))
         path.append(cur)
-
-
-def _closure(n: tuple[int, ...], heights: list[int], up: bool) -> set[tuple[int, ...]]:
-    """Every node strictly more general (up) or more specific than ``n``: the box between ``n``
-    and the top (bottom) of the lattice, less ``n``."""
-    ranges = [range(l, h + 1) if up else range(0, l + 1) for l, h in zip(n, heights)]
-    out = set(itertools.product(*ranges))
-    out.discard(n)
-    return out
 
 
 class _Tags:
