@@ -20,7 +20,9 @@ minimal node, the search judges only verdicts and the metrics are computed for t
 afterwards. The minimal
 satisfying nodes (no satisfying direct predecessor) form the Pareto set. The optimum is taken
 among them when the metric can only worsen with generalization (height and precision always;
-DM, AECS, loss and entropy without suppression), else among all satisfying nodes.
+DM, AECS, loss and entropy without suppression), else among all satisfying nodes; for DM and
+loss with suppression by branch and bound, a height at a time (a node's metric with no row
+suppressed bounds every more general node's from below).
 
 Metrics: DM (a suppressed record costs |T|), AECS, height (sum of levels), precision (Sweeney:
 1 - mean L_i/height_i, larger is better), loss (Iyengar's LM), non-uniform entropy.
