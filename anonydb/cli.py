@@ -266,32 +266,25 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _plan(args) -> int:
+    from .release import plan_spec
+
+    sys.stdout.write(plan_spec(args.spec, db=args.db, full=args.all))
+    return 0
+
+
+def _demo(args) -> int:
+    from .demo import run_demo
+
+    return run_demo(rows=args.rows, seed=args.seed, k=args.k, l=_int_if_whole(args.l), t=args.t)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.command == "check":
-            return _check(args)
-        if args.command == "anonymize":
-            return _anonymize(args)
-        if args.command == "release":
-            return _release(args)
-        if args.command == "plan":
-            from .release import plan_spec
-
-            sys.stdout.write(plan_spec(args.spec, db=args.db, full=args.all))
-            return 0
-        if args.command == "report":
-            return _report(args)
-        if args.command == "audit":
-            return _audit(args)
-        if args.command == "evaluate":
-            return _evaluate(args)
-        if args.command == "tradeoff":
-            return _tradeoff(args)
-        if args.command == "demo":
-            from .demo import run_demo
-
-            return run_demo(rows=args.rows, seed=args.seed, k=args.k, l=_int_if_whole(args.l), t=args.t)
+        handler = _COMMANDS.get(args.command)
+        if handler is not None:
+            return handler(args)
     except (InputError, AnonyDBError, FileNotFoundError) as e:
         print(f"anonydb: error: {e}", file=sys.stderr)
         return 2
@@ -896,3 +889,8 @@ def _anatomy(args: argparse.Namespace, engine) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+#: the subcommands and their handlers
+_COMMANDS = {"check": _check, "anonymize": _anonymize, "release": _release, "plan": _plan, "report": _report,
+             "audit": _audit, "evaluate": _evaluate, "tradeoff": _tradeoff, "demo": _demo}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 
-from .engine import DuckDBEngine, Engine, connect
+from .engine import DuckDBEngine, connect
 from .udfs import register as register_udfs
 from .udfs import unregister as unregister_udfs
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from importlib import resources
-from typing import Any, Iterable
+from typing import Any
 
 import jinja2
 import sqlglot

@@ -67,12 +67,18 @@ def js(p, q):
 
 
 # -- TV4: the kernel prior --------------------------------------------------------------------------
-def test_kernel_prior_table_3_1_tv4(engine):
+def _toy_prior(engine):
+    """The kernel prior of Table 3.1 (bandwidths B_TOY) and its rows as {(age, sex): {disease: p}}."""
     make_table(engine, "toy", ["id", "age", "sex", "disease"], TOY)
     p = kernel_prior("toy", ["age", "sex"], "disease", B_TOY, engine=engine)
-    got = defaultdict(dict)
+    out = defaultdict(dict)
     for age, sex, s, v in p.rows(engine):
-        got[(age, sex)][s] = v
+        out[(age, sex)][s] = v
+    return p, out
+
+
+def test_kernel_prior_table_3_1_tv4(engine):
+    p, got = _toy_prior(engine)
     spec = {(69, "M"): {"Emphysema": 1.0},
             (45, "F"): {"Cancer": 0.417975, "Flu": 0.374643, "Gastritis": 0.207382},
             (52, "F"): {"Cancer": 0.426485, "Flu": 0.401892, "Gastritis": 0.171623},
@@ -210,11 +216,7 @@ def test_exact_posterior_equals_enumeration(seed, k, m):
 
 # -- TV5: end to end on the toy bucket {t7, t8, t9} --------------------------------------------
 def test_toy_bucket_end_to_end_tv5(engine):
-    make_table(engine, "toy", ["id", "age", "sex", "disease"], TOY)
-    p = kernel_prior("toy", ["age", "sex"], "disease", B_TOY, engine=engine)
-    pri = defaultdict(dict)
-    for age, sex, s, v in p.rows(engine):
-        pri[(age, sex)][s] = v
+    _, pri = _toy_prior(engine)
     vals = ["Emphysema", "Flu", "Gastritis"]
     prior = [[pri[q].get(s, 0.0) for s in vals] for q in [(50, "M"), (56, "M"), (52, "M")]]
     om, ex = omega_estimate(prior, [1, 1, 1]), exact_posterior(prior, [1, 1, 1])

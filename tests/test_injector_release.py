@@ -60,10 +60,16 @@ def test_release_api_bt_mondrian(engine):
     assert a.rows == 1500 and a.vulnerable == 0 and a.worst == pytest.approx(bt.achieved["t"], abs=1e-12)
 
 
-def test_spec_injector_files_and_report(tmp_path):
+def _census_src(rows, seed):
+    """A fresh engine with a synthetic census and ``src``: its age, sex, race and occupation."""
     eng = connect(duckdb.connect())
-    synthetic_census(eng, "census", rows=1500, seed=9)
+    synthetic_census(eng, "census", rows=rows, seed=seed)
     eng.execute("CREATE TABLE src AS SELECT age, sex, race, occupation FROM census")
+    return eng
+
+
+def test_spec_injector_files_and_report(tmp_path):
+    eng = _census_src(1500, 9)
     spec = tmp_path / "spec.yaml"
     spec.write_text("source: src\nattributes: {age: qi, sex: qi, race: qi, occupation: sensitive}\n"
                     "method: {name: injector, min_exp: 0.8}\nprivacy: {l: 3}\n"
@@ -148,9 +154,7 @@ def test_cli_errors(census_db, capsys, args, message):
 
 
 def test_spec_bt(tmp_path):
-    eng = connect(duckdb.connect())
-    synthetic_census(eng, "census", rows=1200, seed=4)
-    eng.execute("CREATE TABLE src AS SELECT age, sex, race, occupation FROM census")
+    eng = _census_src(1200, 4)
     spec = tmp_path / "spec.yaml"
     spec.write_text("source: src\nattributes: {age: qi, sex: qi, race: qi, occupation: sensitive}\n"
                     "method: mondrian\nprivacy:\n  k: 3\n  bt: [{b: 0.3, t: 0.25, distance: js}, {b: [0.2, 1, 1], t: 0.3, "

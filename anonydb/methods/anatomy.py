@@ -137,15 +137,20 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
                          seconds=time.perf_counter() - t0, report=report)
 
 
-def verify(eng: Engine, qit: str, st: str, qi: list[str], sensitive: str, models: list) -> Any:
-    """Check a QIT/ST pair: every group's sensitive counts (from ST) against ``models``, and the
-    pair's consistency (each group's QIT rows = the sum of its ST counts)."""
+def check_pair_counts(eng: Engine, qit: str, st: str) -> None:
+    """Raise unless every group of a QIT/ST pair has as many QIT rows as its ST counts add up to."""
     bad = eng.fetch_rows(
         f"SELECT q.group_id, q.n, s.n FROM (SELECT group_id, count(*) AS n FROM {ident(qit)} GROUP BY 1) AS q "
-        f"FULL JOIN (SELECT group_id, sum(count) AS n FROM {ident(st)} GROUP BY 1) AS s USING (group_id) "
+        f"FULL JOIN (SELECT group_id, sum({ident('count')}) AS n FROM {ident(st)} GROUP BY 1) AS s USING (group_id) "
         f"WHERE q.n IS DISTINCT FROM s.n LIMIT 1")[1]
     if bad:
         raise AnonyDBError(f"internal error: group {bad[0][0]} has {bad[0][1]} QIT rows but ST counts {bad[0][2]}")
+
+
+def verify(eng: Engine, qit: str, st: str, qi: list[str], sensitive: str, models: list) -> Any:
+    """Check a QIT/ST pair: every group's sensitive counts (from ST) against ``models``, and the
+    pair's consistency (each group's QIT rows = the sum of its ST counts)."""
+    check_pair_counts(eng, qit, st)
     with eng.scratch("anatomy_check") as s:
         # expand ST to one row per record for the checker (group_id is the only QI of the check)
         rows = s.table(f"SELECT group_id, {ident(sensitive)} FROM {ident(st)}, range(count)")

@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 from ..checker import build_models, check
 from ..engine import Engine, connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
@@ -310,8 +312,8 @@ class _Lattice:
         judged: dict[tuple, dict] = {}
         status = _Tags(self.heights)
 
-        def judge(todo):
-            res = self.evaluate(todo, full=full) if todo else {}
+        def judge(pending):
+            res = self.evaluate(pending, full=full) if pending else {}
             judged.update(res)
             for n, r in res.items():
                 ok = r["suppressed"] <= self.limit
@@ -455,9 +457,6 @@ class _Tags:
     predictive tagging of the box above or below a node is one slice assignment."""
 
     def __init__(self, heights: list[int]):
-        import numpy as np
-
-        self._np = np
         self.a = np.full([h + 1 for h in heights], -1, dtype=np.int8)
 
     def __contains__(self, n) -> bool:
@@ -478,7 +477,7 @@ class _Tags:
         box[box < 0] = int(ok)
 
     def satisfying(self) -> list[tuple[int, ...]]:
-        return [tuple(int(x) for x in i) for i in self._np.argwhere(self.a == 1)]
+        return [tuple(int(x) for x in i) for i in np.argwhere(self.a == 1)]
 
 
 def _preds(n: tuple[int, ...]):

@@ -37,7 +37,7 @@ from ..models.matching_diversity import check_l, group_verdicts
 from ..schema import split_list, validate_roles
 from ..sources import open_source
 from ..sqlgen import ident, seed_key
-from .anatomy import _stage_name, _swap_pair
+from .anatomy import _stage_name, _swap_pair, check_pair_counts
 
 
 @dataclass
@@ -113,9 +113,8 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
                 raise InfeasibleError(f"no group of {lv} pairwise compatible tuples exists (the values and the mined "
                                       f"rules leave too few combinations); lower l or min_exp")
             alloc = np.zeros((len(groups), len(codes)), dtype=np.int64)
-            for gi, members in enumerate(groups):
-                for c in members:
-                    alloc[gi, c] += 1
+            np.add.at(alloc, (np.repeat(np.arange(len(groups)), [len(m) for m in groups]),
+                              np.concatenate([np.asarray(m, dtype=np.int64) for m in groups])), 1)
             merges = _place_leftovers(eng, s, codes, ivs, alloc, leftovers, lv)
             alloc = alloc[alloc.sum(axis=1) > 0]
             assign = s.table("SELECT * FROM (VALUES " + ", ".join(
@@ -303,12 +302,7 @@ def verify(eng: Engine, s: Any, qit: str, st: str, kb: Rules, l: int, truth: str
     assignment is the perfect matching the model starts from; without it one is computed from the
     release (:func:`anonydb.audit.members_from_counts`). Returns (smallest valid count, violating
     groups)."""
-    bad = eng.fetch_rows(
-        f"SELECT q.group_id, q.n, t.n FROM (SELECT group_id, count(*) AS n FROM {ident(qit)} GROUP BY 1) AS q "
-        f"FULL JOIN (SELECT group_id, sum({ident('count')}) AS n FROM {ident(st)} GROUP BY 1) AS t USING (group_id) "
-        f"WHERE q.n IS DISTINCT FROM t.n LIMIT 1")[1]
-    if bad:
-        raise AnonyDBError(f"internal error: group {bad[0][0]} has {bad[0][1]} QIT rows but ST counts {bad[0][2]}")
+    check_pair_counts(eng, qit, st)
     from ..audit import members_from_counts, members_from_rows
 
     if truth is not None:

@@ -24,7 +24,6 @@ children (a multiway cut).
 from __future__ import annotations
 
 import copy
-import math
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -35,7 +34,7 @@ from ..engine import Engine, connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
 from ..models import GroupContext, Model, NTCloseness
-from ..schema import RESERVED_PREFIX, is_numeric_type, kind_of_type, split_list, validate_roles
+from ..schema import is_numeric_type, kind_of_type, split_list, validate_roles
 from ..sources import open_source
 from ..sqlgen import ident, literal
 
@@ -398,7 +397,6 @@ class _Planner:
     # the whole table's distribution and the (n,t) references -------------------------------------
     def setup(self) -> None:
         e, s = self.eng, self.s
-        cols = ", ".join(f"_adb_c{i}" for i in range(len(self.qis)))
         self.work = s.table(self.render("mondrian_work.sql.j2", base=self.base, rid=self.rid, qids=self.qids,
                                         qid_cols=self.qi_cols))
         if self.sa:
