@@ -3,9 +3,11 @@ Python), the release, a hand-worked example, and bad input."""
 
 from __future__ import annotations
 
+import importlib
 import math
 import random
 from collections import defaultdict
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +20,9 @@ from anonydb.methods import fulldomain
 from conftest import make_table
 from fulldomain_oracle import METRICS, FullDomainOracle, emd_equal
 from oracle import dist_equal, distribution, emd_lp
+
+#: the module (``anonydb.methods.fulldomain`` the name is the function)
+FD = importlib.import_module("anonydb.methods.fulldomain")
 
 APPROX = dict(rel=1e-9, abs=1e-9)
 
@@ -84,7 +89,9 @@ def cases(draw):
     rows = [(i, *(c[i] for c in cols), s[i]) for i in range(n)]
     return dict(names=names, hiers=hiers, rows=rows, criteria=draw(CRITERIA),
                 max_suppression=draw(st.sampled_from([0.0, 0.1, 0.3])), metric=draw(st.sampled_from(METRICS)),
-                pass_sensitive=draw(st.booleans()))
+                pass_sensitive=draw(st.booleans()),
+                # nodes per query: small batches end the top-down walk early and run the chain search
+                batch=draw(st.sampled_from([FD.BATCH, 1, 2, 3])))
 
 
 def _run(engine, case):
@@ -99,8 +106,9 @@ def _run(engine, case):
     hierarchies = {c: Hierarchy.from_rows(h) for c, h in zip(names, hiers)}
 
     def call():
-        return fulldomain("src", names, sensitive, hierarchies=hierarchies, out="rel", engine=engine,
-                          max_suppression=case["max_suppression"], metric=case["metric"], replace=True, **crit)
+        with mock.patch.object(FD, "BATCH", case.get("batch", FD.BATCH)):
+            return fulldomain("src", names, sensitive, hierarchies=hierarchies, out="rel", engine=engine,
+                              max_suppression=case["max_suppression"], metric=case["metric"], replace=True, **crit)
 
     return oracle, call
 

@@ -5,24 +5,25 @@ metric, with a suppression limit [Samarati 2001; LeFevre et al. 2005 (Incognito)
 The lattice holds every level vector (L_1..L_d), 0 <= L_i <= height_i. A node is judged by the
 same model code as :func:`anonydb.checker.check`, over a pre-aggregated table of the distinct QI
 tuples with every hierarchy level as its own column (one scan of the source); a batch of nodes
-is one GROUPING SETS query (``sql/fulldomain_*.sql.j2``). A node *satisfies* when the rows of the
-groups failing a model (suppressed) are at most ``max_suppression`` of the table.
+is one query, the nodes' projections stacked under one GROUP BY (``sql/fulldomain_*.sql.j2``).
+A node *satisfies* when the rows of the groups failing a model (suppressed) are at most
+``max_suppression`` of the table.
 
 Search: where every model is monotonic under generalization -- and, with suppression allowed,
 also under suppression (k-anonymity and distinct l-diversity only: merging a failing group with
-a passing one passes) -- a Flash-style search [Kohlmayer et al. 2012] binary-searches chains of
-successors from the untagged nodes, bottom-up, many chains per query; each judged node tags every
-more general node (if it satisfies) or every more specific one (if it fails) without checking
-them (one slice of a d-dimensional tag array). Otherwise every node is checked, a height at a
-time. A batch of nodes is grouped from the distinct tuples rolled up to the batch's meet (the
-least general node below all of them) when that is above the bottom. When the optimum must be a
-minimal node, the search judges only verdicts and the metrics are computed for the candidates
-afterwards. The minimal
-satisfying nodes (no satisfying direct predecessor) form the Pareto set. The optimum is taken
-among them when the metric can only worsen with generalization (height and precision always;
-DM, AECS, loss and entropy without suppression), else among all satisfying nodes; for DM and
-loss with suppression by branch and bound, a height at a time (a node's metric with no row
-suppressed bounds every more general node's from below).
+a passing one passes) -- each judged node tags every more general node (if it satisfies) or
+every more specific one (if it fails) without checking them (one slice of a d-dimensional tag
+array). The search first walks the lattice top-down, a height per query, while a height's
+untagged nodes fit one query (few satisfying nodes: it judges only those and the maximal failing
+ones); then a Flash-style search [Kohlmayer et al. 2012] binary-searches chains of successors
+from the untagged nodes, bottom-up, many chains per query. Otherwise every node is checked, a
+height at a time. When the optimum must be a minimal node, the search judges only verdicts and
+the metrics are computed for the candidates afterwards. The minimal satisfying nodes (no
+satisfying direct predecessor) form the Pareto set. The optimum is taken among them when the
+metric can only worsen with generalization (height and precision always; DM, AECS, loss and
+entropy without suppression), else among all satisfying nodes; for DM and loss with suppression
+by branch and bound, a height at a time (a node's metric with no row suppressed bounds every
+more general node's from below).
 
 Metrics: DM (a suppressed record costs |T|), AECS, height (sum of levels), precision (Sweeney:
 1 - mean L_i/height_i, larger is better), loss (Iyengar's LM), non-uniform entropy.
@@ -49,7 +50,7 @@ from ..sqlgen import ident
 from .mondrian import _fmt, _swap, _temp_release_name
 
 METRICS = ("dm", "aecs", "height", "precision", "loss", "entropy")
-#: nodes judged per GROUPING SETS query
+#: nodes judged per query
 BATCH = 64
 
 
@@ -220,20 +221,9 @@ class _Lattice:
         return len(self.judged)
 
     def spec(self, nodes: list[tuple[int, ...]]) -> dict[str, Any]:
-        """Template context for a batch: the level columns it groups by, per QI the levels used,
-        and per node the GROUPING() value of its set (bit 1 for every used level column the set
-        does not group by; the first argument is the most significant bit)."""
-        used = [sorted({n[i] for n in nodes}) for i in range(self.d)]
-        cols = [f"_q{i}_{l}" for i in range(self.d) for l in used[i]]
-        spec = []
-        for j, n in enumerate(nodes):
-            grouped = {f"_q{i}_{l}" for i, l in enumerate(n)}
-            m = 0
-            for b, c in enumerate(cols):
-                if c not in grouped:
-                    m |= 1 << (len(cols) - 1 - b)
-            spec.append({"id": j, "mask": m, "levels": n})
-        return dict(nodes=spec, allcols=cols, used=used, d=self.d, sensitive=self.sa, lev=self.lev, rollup=False)
+        """Template context for a batch: per node its position in the batch and its levels."""
+        return dict(nodes=[{"id": j, "levels": n} for j, n in enumerate(nodes)], d=self.d, sensitive=self.sa,
+                    lev=self.lev)
 
     def evaluate(self, nodes: list[tuple[int, ...]], full: bool = True) -> dict[tuple[int, ...], dict[str, Any]]:
         """Judge a batch of nodes: suppressed rows and classes per node, and (``full``) DM and loss."""
@@ -241,10 +231,7 @@ class _Lattice:
         out = {}
         for start in range(0, len(nodes), BATCH):
             batch = nodes[start:start + BATCH]
-            spec = self.spec(batch)
-            # roll the distinct tuples up to the batch's meet first (when above the bottom): fewer rows
-            spec["rollup"] = any(min(n[i] for n in batch) for i in range(self.d))
-            cells = s.table(e.render("fulldomain_nodes.sql.j2", **spec))
+            cells = s.table(e.render("fulldomain_nodes.sql.j2", **self.spec(batch)))
             ntab = s.table("SELECT * FROM (VALUES " + ", ".join(
                 "(" + ", ".join(str(x) for x in (j, *n)) + ")" for j, n in enumerate(batch)) + ") AS t(_adb_ln, "
                 + ", ".join(f"l{i}" for i in range(self.d)) + ")") if full else None
@@ -325,7 +312,20 @@ class _Lattice:
                     status.tag_closure(n, ok)
 
         if prune:
-            # Flash-style [Kohlmayer et al. 2012]: from every untagged node (bottom-up), a chain of
+            # Top-down first, a height at a time, while a height's untagged nodes fit one batch:
+            # a failing node tags everything below it, so where few nodes satisfy (k-anonymity
+            # without suppression) this judges just the satisfying nodes and the maximal failing
+            # ones (Adult, k = 5: 107 nodes in 6 queries, against 197 in 20 by chains alone).
+            # Every untagged node there has only satisfying successors (one failing successor
+            # would have tagged it).
+            for h in sorted(by_height, reverse=True):
+                pending = [n for n in by_height[h] if n not in status]
+                if len(pending) > BATCH:
+                    break
+                judge(pending)
+                if progress and pending:
+                    progress({"height": h, "checked": self.checked, "satisfying": len(sat)})
+            # Then Flash-style [Kohlmayer et al. 2012]: from every untagged node (bottom-up), a chain of
             # successors to the top, binary-searched for its lowest satisfying node; each check
             # tags the more general (satisfying) or more specific (failing) part of the lattice
             # chains from up to BATCH untagged nodes at a time, their midpoints judged in one query
