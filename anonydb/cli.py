@@ -496,6 +496,7 @@ def _fulldomain(args: argparse.Namespace, engine, hierarchies, progress=None) ->
         print(json.dumps({"levels": [r.levels[q] for q in qi], "qi": qi, "metric": args.metric, "value": r.metric,
                           "metrics": r.metrics, "suppressed": r.suppressed, "rows": r.rows, "classes": r.classes,
                           "minimal": r.minimal, "checked": r.checked, "lattice": r.lattice, "seconds": r.seconds,
+                          "search_seconds": r.search_seconds,
                           "verification": r.report.to_dict()}, indent=2, default=str))
     else:
         print(r.format())

@@ -2,6 +2,8 @@
 
     python benchmarks/bench_fulldomain.py
     python benchmarks/bench_fulldomain.py --copies 40     # Adult replicated to 1,206,480 rows
+    python benchmarks/bench_fulldomain.py --copies 40 --noise 0.2   # and each QI value redrawn
+                                                                    # with probability 0.2
 
 Runs k = 5 and k = 100 at 0% and 4% suppression over the 8 QIs age, workclass, education,
 marital-status, race, sex, native-country, occupation (metric DM), and k = 5 with equal-distance
@@ -24,6 +26,7 @@ import anonydb  # noqa: E402
 from anonydb import Hierarchy  # noqa: E402
 from anonydb.datasets import adult_hierarchy_paths, load_adult  # noqa: E402
 from anonydb.methods import fulldomain  # noqa: E402
+from anonydb.sqlgen import ident  # noqa: E402
 
 Q8 = ["age", "workclass", "education", "marital-status", "race", "sex", "native-country", "occupation"]
 
@@ -33,17 +36,25 @@ def main() -> int:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--copies", type=int, default=1, help="replicate Adult this many times (same QI structure)")
+    ap.add_argument("--noise", type=float, default=0.0,
+                    help="redraw each QI value with this probability from the same column of another row "
+                         "(deterministic), so that copies are not exact: sparser tuples, same QI structure")
     args = ap.parse_args()
     eng = anonydb.connect()
     load_adult(eng, "adult_once")
     eng.execute(f"CREATE TABLE adult AS SELECT a.* FROM adult_once AS a, range({int(args.copies)})")
+    if args.noise:
+        _add_noise(eng, "adult", Q8, args.noise)
     hier = {a: Hierarchy.from_arx(p) for a, p in adult_hierarchy_paths().items()}
     rows = eng.scalar("SELECT count(*) FROM adult")
-    print(f"# Full-domain search on Adult x{args.copies} ({rows:,} rows), shared hierarchies, metric DM; "
-          f"{dt.date.today()}; command: python benchmarks/bench_fulldomain.py --copies {args.copies}")
-    print("| criteria | QIs | max suppression | s | nodes checked / lattice | levels (QI order) | DM | suppressed | "
+    tuples = eng.scalar(f"SELECT count(*) FROM (SELECT DISTINCT {', '.join(ident(q) for q in Q8)} FROM adult)")
+    noise = f" --noise {args.noise:g}" if args.noise else ""
+    print(f"# Full-domain search on Adult x{args.copies}{noise} ({rows:,} rows, {tuples:,} distinct 8-QI tuples), "
+          f"shared hierarchies, metric DM; {dt.date.today()}; command: python benchmarks/bench_fulldomain.py "
+          f"--copies {args.copies}{noise}")
+    print("| criteria | QIs | max suppression | s | search s | nodes checked / lattice | levels (QI order) | DM | suppressed | "
           "classes | loss | minimal nodes |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     runs = [(dict(k=5), Q8, "salary-class", 0.0), (dict(k=5), Q8, "salary-class", 0.04),
             (dict(k=100), Q8, "salary-class", 0.0), (dict(k=100), Q8, "salary-class", 0.04),
             (dict(k=5, t=0.2, distance="equal"), Q8[:-1], "occupation", 0.0),
@@ -54,10 +65,30 @@ def main() -> int:
                        **params)
         took = time.perf_counter() - t
         crit = ", ".join(f"{k}={v}" for k, v in params.items())
-        print(f"| {crit} | {len(qi)} | {supp:.0%} | {took:.2f} | {r.checked} / {r.lattice} | "
+        print(f"| {crit} | {len(qi)} | {supp:.0%} | {took:.2f} | {r.search_seconds:.2f} | {r.checked} / {r.lattice} | "
               f"{[r.levels[q] for q in qi]} | {r.metrics['dm']:,} | {r.suppressed} | {r.classes} | "
               f"{r.metrics['loss']:.4f} | {len(r.minimal)} |", flush=True)
     return 0
+
+
+def _add_noise(eng, table: str, qis: list[str], p: float) -> None:
+    """Replace each QI value, with probability ``p``, by the same column's value in another row
+    (a hash-ordered shuffle of the column; deterministic)."""
+    eng.execute(f"CREATE TABLE _rows AS SELECT *, row_number() OVER () AS _rn FROM {table}")
+    sel, joins = [], []
+    for i, q in enumerate(qis):
+        col = ident(q)
+        eng.execute(f"CREATE TABLE _sh{i} AS SELECT {col} AS v, row_number() OVER (ORDER BY hash(_rn, {i})) AS _rn "
+                    f"FROM _rows")
+        sel.append(f"CASE WHEN hash(r._rn, {i}, 'noise') % 1000000 < {int(p * 1_000_000)} THEN s{i}.v "
+                   f"ELSE r.{col} END AS {col}")
+        joins.append(f"JOIN _sh{i} AS s{i} ON s{i}._rn = r._rn")
+    others = [c for c, _ in eng.columns("_rows") if c not in qis and c != "_rn"]
+    eng.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT {', '.join(sel)}"
+                + "".join(", r." + ident(c) for c in others) + f" FROM _rows AS r {' '.join(joins)}")
+    for i in range(len(qis)):
+        eng.execute(f"DROP TABLE _sh{i}")
+    eng.execute("DROP TABLE _rows")
 
 
 if __name__ == "__main__":
