@@ -355,3 +355,20 @@ def test_cli_json_hand_worked(tmp_path, capsys):
     assert 0 < out["search_seconds"] <= out["seconds"]
     assert main(args) == 2  # the table exists now
     assert "already exists" in capsys.readouterr().err
+
+
+def test_null_qi_is_a_value_of_its_own(engine):
+    """A NULL QI value is its own value and stays NULL at every level: rows 3 and 4 (x NULL) form a
+    class at x = 0 and x = 1. k = 2: (0,1) gives {a: 1,5}, {b: 2,6}, {NULL: 3,4} and (1,0) gives
+    {ab m: 1,2}, {NULL f: 3,4}, {ab f: 5,6}: both minimal, DM 12 each, the tie goes to (0,1)
+    (same height, lexicographic); its loss is 6 y-cells at the root / 12 cells = 1/2."""
+    make_table(engine, "nul", ["id", "x", "y"],
+               [(1, "a", "m"), (2, "b", "m"), (3, None, "f"), (4, None, "f"), (5, "a", "f"), (6, "b", "f")])
+    r = fulldomain("nul", ["x", "y"], hierarchies={"x": X, "y": Y}, out="rel", engine=engine, k=2)
+    assert r.levels == {"x": 0, "y": 1} and r.minimal == [(0, 1), (1, 0)]
+    assert r.metrics["dm"] == 12 and r.metrics["loss"] == pytest.approx(0.5) and r.suppressed == 0
+    got = engine.fetch_rows("SELECT id, x, y, eq_class FROM rel")[1]
+    assert sorted((i, x, y) for i, x, y, _ in got) == [(1, "a", "*"), (2, "b", "*"), (3, None, "*"), (4, None, "*"),
+                                                      (5, "a", "*"), (6, "b", "*")]
+    classes = {i: c for i, _, _, c in got}
+    assert classes[3] == classes[4] and len(set(classes.values())) == 3

@@ -189,14 +189,14 @@ class _Lattice:
         self.size = 1
         for h in self.heights:
             self.size *= h + 1
-        labels = s.table(eng.render("fulldomain_levels.sql.j2", qis=qis, sensitive=sa, source=relation))
         # every label of every level as a dense integer code: the lattice's GROUP BYs hash integers
         pairs = [(i, l) for i, q in enumerate(qis) for l in range(q.height + 1)]
         self.codes = s.table(" UNION ALL ".join(
             f"SELECT {i} AS qi, {l} AS level, label, CAST(row_number() OVER (ORDER BY label NULLS LAST) AS INTEGER) "
-            f"AS code FROM (SELECT DISTINCT _q{i}_{l} AS label FROM {ident(labels)}) AS d" for i, l in pairs))
-        self.lev = s.table(eng.render("fulldomain_codes.sql.j2", labels=labels, codes=self.codes, pairs=pairs,
-                                      heights=self.heights, sensitive=sa))
+            f"AS code FROM (SELECT DISTINCT level_{l} AS label FROM {ident(qis[i].map)} UNION SELECT NULL) AS d"
+            for i, l in pairs))
+        self.lev = s.table(eng.render("fulldomain_codes.sql.j2", qis=qis, codes=self.codes, sensitive=sa,
+                                      source=relation))
         self.allcols = [f"_q{i}_{l}" for i in range(self.d) for l in range(self.heights[i] + 1)]
         if len(self.allcols) > 62:
             raise InputError(f"the hierarchies have {len(self.allcols)} levels in all; at most 62 are supported")
