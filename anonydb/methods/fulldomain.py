@@ -88,15 +88,20 @@ class FullDomainResult:
                 f"{self.suppressed} suppressed ({self.seconds:.2f} s, search {self.search_seconds:.2f} s; {self.checked} of {self.lattice} nodes checked)\n"
                 f"  {self.metric_name} = {_fmt(self.metric)}; {m}\n"
                 f"  minimal satisfying nodes: {len(self.minimal)}\n"
-                "  verified: " + "; ".join(f"{v.model} holds" for v in self.report.verdicts))
+                "  verified: " + ("; ".join(f"{v.model} holds" for v in self.report.verdicts) if self.report
+                                  else "by the caller"))
 
 
 def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, hierarchies: dict[str, Hierarchy],
                out: str, engine: Engine | Any = None, max_suppression: float = 0.0, metric: str = "dm",
                identifiers: str | Iterable[str] | None = None, replace: bool = False, seed: int = 0,
                models: list[Model] | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
-               **params: Any) -> FullDomainResult:
-    """Release ``source`` generalized to the best satisfying level vector (see module docstring)."""
+               _caller_verifies: bool = False, **params: Any) -> FullDomainResult:
+    """Release ``source`` generalized to the best satisfying level vector (see module docstring).
+
+    ``_caller_verifies`` (internal): the caller derives its own release from this one and verifies
+    that (SPALM checks delta-presence from the public table): this one is written unverified
+    (``report`` None) and without the entropy metric unless it is ``metric``."""
     t0 = time.perf_counter()
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -146,7 +151,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             t_search = time.perf_counter()
             lat = _Lattice(eng, s, qis, sa, relation, total, models, types,
                            hierarchies.get(sensitive) if sensitive else None, max_suppression)
-            best, minimal, cand_metrics = lat.search(metric, progress)
+            best, minimal, cand_metrics = lat.search(metric, progress, entropy=not _caller_verifies)
             t_search = time.perf_counter() - t_search
             levels = dict(zip(qi_cols, best))
             # the release: generalized QIs, rows of failing groups suppressed, eq_class, shuffled
@@ -156,13 +161,16 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols}, keep)
             eng.execute(eng.render("fulldomain_release.sql.j2", stage=stage, gen=gen.sql, kept=kept_groups,
                                    qis=qi_cols, seed=int(seed)))
-            verify_models = build_models(**model_params) if model_params is not None else models
-            report = check(stage, qi_cols, sensitive, models=verify_models, engine=eng,
-                           hierarchies={sensitive: hierarchies[sensitive]} if sensitive in hierarchies else None,
-                           max_groups=3, distribution_of=relation)
-            if not report.holds:
-                bad = next(v for v in report.verdicts if not v.holds)
-                raise AnonyDBError(f"verification failed: {bad.model} does not hold on the release; nothing was written")
+            report = None
+            if not _caller_verifies:
+                verify_models = build_models(**model_params) if model_params is not None else models
+                report = check(stage, qi_cols, sensitive, models=verify_models, engine=eng,
+                               hierarchies={sensitive: hierarchies[sensitive]} if sensitive in hierarchies else None,
+                               max_groups=3, distribution_of=relation)
+                if not report.holds:
+                    bad = next(v for v in report.verdicts if not v.holds)
+                    raise AnonyDBError(f"verification failed: {bad.model} does not hold on the release; "
+                                       f"nothing was written")
             rows = eng.scalar(f"SELECT count(*) FROM {ident(stage)}")
             m = cand_metrics[best]
             if rows != total - m["suppressed"]:
@@ -172,7 +180,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
     finally:
         if stage is not None and eng.exists(stage):
             eng.drop(stage)
-    metrics = {k: m[k] for k in METRICS}
+    metrics = {k: m[k] for k in METRICS if k in m}
     return FullDomainResult(table=out, levels=levels, metric_name=metric, metric=metrics[metric], metrics=metrics,
                             suppressed=int(m["suppressed"]), rows=int(rows), classes=int(m["classes"]),
                             minimal=sorted(minimal), checked=lat.checked, lattice=lat.size,
@@ -189,13 +197,11 @@ class _Lattice:
         self.size = 1
         for h in self.heights:
             self.size *= h + 1
-        # every label of every level as a dense integer code: the lattice's GROUP BYs hash integers
-        pairs = [(i, l) for i, q in enumerate(qis) for l in range(q.height + 1)]
-        self.codes = s.table(" UNION ALL ".join(
-            f"SELECT {i} AS qi, {l} AS level, label, CAST(row_number() OVER (ORDER BY label NULLS LAST) AS INTEGER) "
-            f"AS code FROM (SELECT DISTINCT level_{l} AS label FROM {ident(qis[i].map)} UNION SELECT NULL) AS d"
-            for i, l in pairs))
-        self.lev = s.table(eng.render("fulldomain_codes.sql.j2", qis=qis, codes=self.codes, sensitive=sa,
+        # every label of every level: its integer code and its leaves (|A| = a hierarchy's leaves)
+        self.codes = s.table(eng.render("fulldomain_labels.sql.j2", qis=qis))
+        leaves = dict(eng.fetch_rows(f"SELECT qi, sum(leaves) FROM {ident(self.codes)} WHERE level = 0 GROUP BY qi")[1])
+        self.leaves = [int(leaves[i]) for i in range(self.d)]
+        self.lev = s.table(eng.render("fulldomain_codes.sql.j2", qis=qis, sensitive=sa,
                                       source=relation))
         self.allcols = [f"_q{i}_{l}" for i in range(self.d) for l in range(self.heights[i] + 1)]
         if len(self.allcols) > 62:
@@ -205,15 +211,6 @@ class _Lattice:
             self.domain = eng.scalar(f"SELECT count(*) FROM {ident(self.glob)}")
         else:
             self.glob, self.domain = None, 0
-        # leaves under every label of every level (|A| = the hierarchy's leaves)
-        parts, self.leaves = [], []
-        for i, q in enumerate(qis):
-            self.leaves.append(eng.scalar(f"SELECT count(*) FROM {ident(q.map)}"))
-            for l in range(q.height + 1):
-                parts.append(f"SELECT {i} AS qi, {l} AS level, level_{l} AS label, count(*) AS leaves "
-                             f"FROM {ident(q.map)} GROUP BY 3")
-        self.card = s.table(f"SELECT c.qi, c.level, k.code, c.leaves FROM ({' UNION ALL '.join(parts)}) AS c "
-                            f"JOIN {ident(self.codes)} AS k ON k.qi = c.qi AND k.level = c.level AND k.label = c.label")
         self.ctx_base = dict(engine=eng, glob=self.glob, total=total, domain=self.domain, sensitive=sa,
                              sensitive_numeric=bool(sa) and is_numeric_type(types[sa]), sa_hierarchy=sa_hier,
                              scratch=s, qi_columns=[q.column for q in qis])
@@ -241,7 +238,7 @@ class _Lattice:
                 "(" + ", ".join(str(x) for x in (j, *n)) + ")" for j, n in enumerate(batch)) + ") AS t(_adb_ln, "
                 + ", ".join(f"l{i}" for i in range(self.d)) + ")") if full else None
             ok, groups = self._ok(cells)
-            rows = e.fetch(e.render("fulldomain_judge.sql.j2", ok=ok, groups=groups, nodes=ntab, card=self.card,
+            rows = e.fetch(e.render("fulldomain_judge.sql.j2", ok=ok, groups=groups, nodes=ntab, card=self.codes,
                                     d=self.d, leaves=self.leaves, total=self.total, full=full))
             for r in rows:
                 out[batch[r["_adb_ln"]]] = {"suppressed": int(r["suppressed"]), "classes": int(r["classes"])}
@@ -288,7 +285,7 @@ class _Lattice:
         return float(self.eng.scalar(self.eng.render("fulldomain_entropy.sql.j2", lev=self.lev, kept=kept, d=self.d,
                                                      levels=node, total=self.total)) or 0.0)
 
-    def search(self, metric: str, progress=None):
+    def search(self, metric: str, progress=None, entropy: bool = True):
         nodes = sorted(itertools.product(*(range(h + 1) for h in self.heights)), key=lambda n: (sum(n), n))
         by_height: dict[int, list] = {}
         for n in nodes:
@@ -441,7 +438,7 @@ class _Lattice:
         if key is None:
             key = lambda n: (values[n][metric], sum(n), n)  # noqa: E731
         best = min(cands, key=key)
-        if "entropy" not in values[best]:
+        if entropy and "entropy" not in values[best]:
             values[best]["entropy"] = self.entropy(best)
         return best, minimal, values
 
