@@ -216,6 +216,7 @@ class _Lattice:
                              scratch=s, qi_columns=[q.column for q in qis])
         self.prepared = False
         self.judged: set[tuple[int, ...]] = set()  # nodes whose groups were judged (checked)
+        self.kept: dict[tuple[int, ...], str] = {}  # node -> its kept groups' table
         self.keys = ["_adb_ln"] + [f"_adb_g{i}" for i in range(self.d)]
 
     @property
@@ -266,11 +267,13 @@ class _Lattice:
         return f"SELECT {k}, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM ({union}) AS u GROUP BY ALL", groups
 
     def kept_groups(self, node: tuple[int, ...]) -> str:
-        """(_adb_ln, _adb_g...) of the groups of ``node`` that every model accepts."""
-        e, s = self.eng, self.s
-        cells = s.table(e.render("fulldomain_nodes.sql.j2", **self.spec([node])))
-        ok, _ = self._ok(cells)
-        return s.table(f"SELECT * FROM ({ok}) AS o WHERE _adb_ok")
+        """(_adb_ln, _adb_g...) of the groups of ``node`` that every model accepts (once per node)."""
+        if node not in self.kept:
+            e, s = self.eng, self.s
+            cells = s.table(e.render("fulldomain_nodes.sql.j2", **self.spec([node])))
+            ok, _ = self._ok(cells)
+            self.kept[node] = s.table(f"SELECT * FROM ({ok}) AS o WHERE _adb_ok")
+        return self.kept[node]
 
     def kept_labels(self, node: tuple[int, ...]) -> str:
         """The kept groups of ``node`` by their labels (_adb_g<i> as text)."""
