@@ -238,8 +238,7 @@ class _Lattice:
             ntab = s.table("SELECT * FROM (VALUES " + ", ".join(
                 "(" + ", ".join(str(x) for x in (j, *n)) + ")" for j, n in enumerate(batch)) + ") AS t(_adb_ln, "
                 + ", ".join(f"l{i}" for i in range(self.d)) + ")") if full else None
-            ok, groups = self._ok(cells)
-            rows = e.fetch(e.render("fulldomain_judge.sql.j2", ok=ok, groups=groups, nodes=ntab, card=self.codes,
+            rows = e.fetch(e.render("fulldomain_judge.sql.j2", ok=self._ok(cells), nodes=ntab, card=self.codes,
                                     d=self.d, leaves=self.leaves, total=self.total, full=full))
             for r in rows:
                 out[batch[r["_adb_ln"]]] = {"suppressed": int(r["suppressed"]), "classes": int(r["classes"])}
@@ -249,7 +248,8 @@ class _Lattice:
             self.judged.update(batch)
         return out
 
-    def _ok(self, cells: str) -> tuple[str, str]:
+    def _ok(self, cells: str) -> str:
+        """Per group of the batch (keys, _adb_n, _adb_ok): its size and whether every model accepts it."""
         e, s = self.eng, self.s
         if self.sa:
             groups = s.table(e.render("check_groups.sql.j2", keys=self.keys, cells=cells))
@@ -263,16 +263,18 @@ class _Lattice:
         parts = [ident(s.table(m.verdicts(ctx).sql)) if m.materialize else f"({m.verdicts(ctx).sql})"
                  for m in self.models]
         k = ", ".join(self.keys)
-        union = " UNION ALL ".join(f"SELECT {k}, _adb_ok FROM {p} AS v" for p in parts)
-        return f"SELECT {k}, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM ({union}) AS u GROUP BY ALL", groups
+        if len(parts) == 1:  # one row per group already
+            return f"SELECT {k}, _adb_n, coalesce(_adb_ok, FALSE) AS _adb_ok FROM {parts[0]} AS v"
+        union = " UNION ALL ".join(f"SELECT {k}, _adb_n, _adb_ok FROM {p} AS v" for p in parts)
+        return (f"SELECT {k}, max(_adb_n) AS _adb_n, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok "
+                f"FROM ({union}) AS u GROUP BY ALL")
 
     def kept_groups(self, node: tuple[int, ...]) -> str:
         """(_adb_ln, _adb_g...) of the groups of ``node`` that every model accepts (once per node)."""
         if node not in self.kept:
             e, s = self.eng, self.s
             cells = s.table(e.render("fulldomain_nodes.sql.j2", **self.spec([node])))
-            ok, _ = self._ok(cells)
-            self.kept[node] = s.table(f"SELECT * FROM ({ok}) AS o WHERE _adb_ok")
+            self.kept[node] = s.table(f"SELECT * FROM ({self._ok(cells)}) AS o WHERE _adb_ok")
         return self.kept[node]
 
     def kept_labels(self, node: tuple[int, ...]) -> str:
