@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         f"({args.warmup} warm-up), tools alternating",
         f"- versions: python {platform.python_version()}, duckdb {duckdb.__version__}, pycanon {pycanon.__version__}, "
         f"pandas {pd.__version__}; {platform.machine()}, {os.cpu_count()} CPUs",
-        f"- configs: " + "; ".join(f"{n} = QIs {', '.join(CONFIGS[n][0])}, SA {CONFIGS[n][1]}" for n in names)
+        "- configs: " + "; ".join(f"{n} = QIs {', '.join(CONFIGS[n][0])}, SA {CONFIGS[n][1]}" for n in names)
         + " (t ordered: SA age, QIs without age)",
         "",
         "| config | QIs | check | anonydb s | pycanon s | pycanon / anonydb | anonydb value | pycanon value |",
