@@ -3,7 +3,6 @@ utility bounds; the thesis's Chapter 2 settings with the similarity-attack count
 
 from __future__ import annotations
 
-
 import pytest
 
 import anonydb
