@@ -96,9 +96,21 @@ def _load_template(name: str) -> str:
     return resources.files("anonydb.sql").joinpath(name).read_text(encoding="utf-8")
 
 
+#: dialects whose CTEs take no MATERIALIZED hint; the hint only steers the planner, so it is dropped
+NO_CTE_HINTS = frozenset({"spark", "spark2", "databricks", "hive"})
+
+
 def transpile(sql: str, write: str, read: str = "duckdb") -> str:
     """Transpile a generated statement to another dialect (for the engines to come)."""
-    return ";\n".join(sqlglot.transpile(sql, read=read, write=write))
+    out = []
+    for tree in sqlglot.parse(sql, read=read):
+        if tree is None:
+            continue
+        if write in NO_CTE_HINTS:
+            for cte in tree.find_all(exp.CTE):
+                cte.set("materialized", None)
+        out.append(tree.sql(dialect=write))
+    return ";\n".join(out)
 
 
 
