@@ -52,8 +52,8 @@ def main() -> int:
     print(f"# Full-domain search on Adult x{args.copies}{noise} ({rows:,} rows, {tuples:,} distinct 8-QI tuples), "
           f"shared hierarchies, metric DM; {dt.date.today()}; command: python benchmarks/bench_fulldomain.py "
           f"--copies {args.copies}{noise}")
-    print("| criteria | QIs | max suppression | s | search s | nodes checked / lattice | levels (QI order) | DM | suppressed | "
-          "classes | loss | minimal nodes |")
+    print("| criteria | QIs | max suppression | s | search s | nodes checked / lattice | levels (QI order) | DM | "
+          "suppressed | classes | loss | minimal nodes |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     runs = [(dict(k=5), Q8, "salary-class", 0.0), (dict(k=5), Q8, "salary-class", 0.04),
             (dict(k=100), Q8, "salary-class", 0.0), (dict(k=100), Q8, "salary-class", 0.04),
@@ -65,8 +65,8 @@ def main() -> int:
                        **params)
         took = time.perf_counter() - t
         crit = ", ".join(f"{k}={v}" for k, v in params.items())
-        print(f"| {crit} | {len(qi)} | {supp:.0%} | {took:.2f} | {r.search_seconds:.2f} | {r.checked} / {r.lattice} | "
-              f"{[r.levels[q] for q in qi]} | {r.metrics['dm']:,} | {r.suppressed} | {r.classes} | "
+        print(f"| {crit} | {len(qi)} | {supp:.0%} | {took:.2f} | {r.search_seconds:.2f} | "
+              f"{r.checked} / {r.lattice} | {[r.levels[q] for q in qi]} | {r.metrics['dm']:,} | {r.suppressed} | {r.classes} | "
               f"{r.metrics['loss']:.4f} | {len(r.minimal)} |", flush=True)
     return 0
 

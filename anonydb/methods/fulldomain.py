@@ -85,7 +85,8 @@ class FullDomainResult:
         lv = ", ".join(f"{q}={l}" for q, l in self.levels.items())
         m = ", ".join(f"{k} {_fmt(v)}" for k, v in self.metrics.items())
         return (f"full-domain release {self.table}: levels [{lv}], {self.rows} rows in {self.classes} classes, "
-                f"{self.suppressed} suppressed ({self.seconds:.2f} s, search {self.search_seconds:.2f} s; {self.checked} of {self.lattice} nodes checked)\n"
+                f"{self.suppressed} suppressed ({self.seconds:.2f} s, search {self.search_seconds:.2f} s; "
+                f"{self.checked} of {self.lattice} nodes checked)\n"
                 f"  {self.metric_name} = {_fmt(self.metric)}; {m}\n"
                 f"  minimal satisfying nodes: {len(self.minimal)}\n"
                 "  verified: " + ("; ".join(f"{v.model} holds" for v in self.report.verdicts) if self.report
@@ -201,11 +202,7 @@ class _Lattice:
         self.codes = s.table(eng.render("fulldomain_labels.sql.j2", qis=qis))
         leaves = dict(eng.fetch_rows(f"SELECT qi, sum(leaves) FROM {ident(self.codes)} WHERE level = 0 GROUP BY qi")[1])
         self.leaves = [int(leaves[i]) for i in range(self.d)]
-        self.lev = s.table(eng.render("fulldomain_codes.sql.j2", qis=qis, sensitive=sa,
-                                      source=relation))
-        self.allcols = [f"_q{i}_{l}" for i in range(self.d) for l in range(self.heights[i] + 1)]
-        if len(self.allcols) > 62:
-            raise InputError(f"the hierarchies have {len(self.allcols)} levels in all; at most 62 are supported")
+        self.lev = s.table(eng.render("fulldomain_codes.sql.j2", qis=qis, sensitive=sa, source=relation))
         if sa:
             self.glob = s.table(f"SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt FROM {ident(self.lev)} GROUP BY 1")
             self.domain = eng.scalar(f"SELECT count(*) FROM {ident(self.glob)}")
@@ -326,13 +323,13 @@ class _Lattice:
             # Every untagged node there has only satisfying successors (one failing successor
             # would have tagged it). The first query also judges the bottom node: when it
             # satisfies, so does every node, and the search ends there.
+            bottom = [nodes[0]]
             for h in sorted(by_height, reverse=True):
                 pending = [n for n in by_height[h] if n not in status]
                 if len(pending) > BATCH:
                     break
-                if h == max(by_height) and nodes[0] not in status:
-                    pending.append(nodes[0])
-                judge(pending)
+                judge(list(dict.fromkeys(pending + bottom)))  # one node: top and bottom are one
+                bottom = []
                 if progress and pending:
                     progress({"height": h, "checked": self.checked, "satisfying": len(sat)})
             # Then Flash-style [Kohlmayer et al. 2012]: from every untagged node (bottom-up), a chain of
