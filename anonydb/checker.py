@@ -301,11 +301,12 @@ def _evaluate(model: Model, ctx: GroupContext, limit: int, dict_table: str | Non
 
 
 def _worst_first(worst: str):
-    """Sort key: valueless groups first, then by value (descending for 'max'), then by QI values."""
+    """Sort key: valueless groups first, then by value (descending for 'max'), then by QI values
+    (NULL last), so the order never depends on the order the rows arrived in."""
     def key(g: GroupViolation):
-        v = g.value
-        if v is None:
-            return (0, 0.0, [])
-        x = float(v)
-        return (1, -x if worst == "max" else x, [(k is None, k) for k in g.key.values()])
+        qis = [(k is None, k) for k in g.key.values()]
+        if g.value is None:
+            return (0, 0.0, qis)
+        x = float(g.value)
+        return (1, -x if worst == "max" else x, qis)
     return key
