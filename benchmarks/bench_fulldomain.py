@@ -4,6 +4,8 @@
     python benchmarks/bench_fulldomain.py --copies 40     # Adult replicated to 1,206,480 rows
     python benchmarks/bench_fulldomain.py --copies 40 --noise 0.2   # and each QI value redrawn
                                                                     # with probability 0.2
+    python benchmarks/bench_fulldomain.py --repeat 7 --only "k=5 0%"  # medians of 7 runs, one row
+    python benchmarks/bench_fulldomain.py --growth-qis --repeat 5    # k = 5 over the first 2..8 QIs
 
 Runs k = 5 and k = 100 at 0% and 4% suppression over the 8 QIs age, workclass, education,
 marital-status, race, sex, native-country, occupation (metric DM), and k = 5 with equal-distance
@@ -14,6 +16,8 @@ metric values, the nodes checked and the time.
 from __future__ import annotations
 
 import datetime as dt
+import shlex
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -39,6 +43,10 @@ def main() -> int:
     ap.add_argument("--noise", type=float, default=0.0,
                     help="redraw each QI value with this probability from the same column of another row "
                          "(deterministic), so that copies are not exact: sparser tuples, same QI structure")
+    ap.add_argument("--repeat", type=int, default=1, help="run each row this many times; report medians")
+    ap.add_argument("--only", default=None, help='run only the rows named so, e.g. "k=5 0%%" or "k=100 4%%"')
+    ap.add_argument("--growth-qis", action="store_true",
+                    help="k = 5, 0%% suppression over the first 2, 3, ..., 8 of the QIs (growth with QIs)")
     args = ap.parse_args()
     eng = anonydb.connect()
     load_adult(eng, "adult_once")
@@ -48,27 +56,43 @@ def main() -> int:
     hier = {a: Hierarchy.from_arx(p) for a, p in adult_hierarchy_paths().items()}
     rows = eng.scalar("SELECT count(*) FROM adult")
     tuples = eng.scalar(f"SELECT count(*) FROM (SELECT DISTINCT {', '.join(ident(q) for q in Q8)} FROM adult)")
-    noise = f" --noise {args.noise:g}" if args.noise else ""
-    print(f"# Full-domain search on Adult x{args.copies}{noise} ({rows:,} rows, {tuples:,} distinct 8-QI tuples), "
-          f"shared hierarchies, metric DM; {dt.date.today()}; command: python benchmarks/bench_fulldomain.py "
-          f"--copies {args.copies}{noise}")
+    print(f"# Full-domain search on Adult x{args.copies} ({rows:,} rows, {tuples:,} distinct 8-QI tuples), "
+          f"shared hierarchies, metric DM; {dt.date.today()}; command: python {shlex.join(sys.argv)}"
+          + (f"; medians of {args.repeat} runs" if args.repeat > 1 else ""))
     print("| criteria | QIs | max suppression | s | search s | nodes checked / lattice | levels (QI order) | DM | "
           "suppressed | classes | loss | minimal nodes |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    if args.growth_qis:
+        for d in range(2, len(Q8) + 1):
+            _row(eng, hier, dict(k=5), Q8[:d], "salary-class", 0.0, args.repeat)
+        return 0
     runs = [(dict(k=5), Q8, "salary-class", 0.0), (dict(k=5), Q8, "salary-class", 0.04),
             (dict(k=100), Q8, "salary-class", 0.0), (dict(k=100), Q8, "salary-class", 0.04),
             (dict(k=5, t=0.2, distance="equal"), Q8[:-1], "occupation", 0.0),
             (dict(k=5, t=0.2, distance="equal"), Q8[:-1], "occupation", 0.04)]
     for params, qi, sa, supp in runs:
-        t = time.perf_counter()
-        r = fulldomain("adult", qi, sa, hierarchies=hier, out="fd", engine=eng, replace=True, max_suppression=supp,
-                       **params)
-        took = time.perf_counter() - t
-        crit = ", ".join(f"{k}={v}" for k, v in params.items())
-        print(f"| {crit} | {len(qi)} | {supp:.0%} | {took:.2f} | {r.search_seconds:.2f} | "
-              f"{r.checked} / {r.lattice} | {[r.levels[q] for q in qi]} | {r.metrics['dm']:,} | {r.suppressed} | {r.classes} | "
-              f"{r.metrics['loss']:.4f} | {len(r.minimal)} |", flush=True)
+        name = " ".join(f"{k}={v}" for k, v in params.items() if k != "distance") + f" {supp:.0%}"
+        if args.only is None or args.only == name:
+            _row(eng, hier, params, qi, sa, supp, args.repeat)
     return 0
+
+
+def _row(eng, hier, params, qi, sa, supp, repeat) -> None:
+    took, search = [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        r = fulldomain("adult", qi, sa, hierarchies={q: hier[q] for q in qi}, out="fd", engine=eng, replace=True,
+                       max_suppression=supp, **params)
+        took.append(time.perf_counter() - t)
+        search.append(r.search_seconds)
+
+    def fmt(xs):
+        m = f"{statistics.median(xs):.3f}"
+        return m if len(xs) == 1 else f"{m} ({', '.join(f'{x:.3f}' for x in xs)})"
+    crit = ", ".join(f"{k}={v}" for k, v in params.items())
+    print(f"| {crit} | {len(qi)} | {supp:.0%} | {fmt(took)} | {fmt(search)} | "
+          f"{r.checked} / {r.lattice} | {[r.levels[q] for q in qi]} | {r.metrics['dm']:,} | {r.suppressed} | {r.classes} | "
+          f"{r.metrics['loss']:.4f} | {len(r.minimal)} |", flush=True)
 
 
 def _add_noise(eng, table: str, qis: list[str], p: float) -> None:
