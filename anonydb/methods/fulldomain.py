@@ -97,12 +97,16 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                out: str, engine: Engine | Any = None, max_suppression: float = 0.0, metric: str = "dm",
                identifiers: str | Iterable[str] | None = None, replace: bool = False, seed: int = 0,
                models: list[Model] | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
-               _caller_verifies: bool = False, **params: Any) -> FullDomainResult:
+               _caller_verifies: bool = False, _only_flagged: str | None = None, **params: Any) -> FullDomainResult:
     """Release ``source`` generalized to the best satisfying level vector (see module docstring).
 
     ``_caller_verifies`` (internal): the caller derives its own release from this one and verifies
     that (SPALM checks delta-presence from the public table): this one is written unverified
-    (``report`` None) and without the entropy metric unless it is ``metric``."""
+    (``report`` None) and without the entropy metric unless it is ``metric``; with ``_only_flagged``
+    (a column of the source), only the rows where that column is 1 are written (SPALM keeps the
+    private rows of P), and the caller counts them."""
+    if _only_flagged is not None and not _caller_verifies:
+        raise InputError("_only_flagged needs _caller_verifies: a partial release must be verified by its caller")
     t0 = time.perf_counter()
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -161,7 +165,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             kept_groups = lat.kept_labels(best)
             gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols}, keep)
             eng.execute(eng.render("fulldomain_release.sql.j2", stage=stage, gen=gen.sql, kept=kept_groups,
-                                   qis=qi_cols, seed=int(seed)))
+                                   qis=qi_cols, seed=int(seed), only=_only_flagged))
             report = None
             if not _caller_verifies:
                 verify_models = build_models(**model_params) if model_params is not None else models
@@ -174,7 +178,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                                        f"nothing was written")
             rows = eng.scalar(f"SELECT count(*) FROM {ident(stage)}")
             m = cand_metrics[best]
-            if rows != total - m["suppressed"]:
+            if _only_flagged is None and rows != total - m["suppressed"]:
                 raise AnonyDBError(f"internal error: the release holds {rows} rows, expected {total - m['suppressed']}")
         _swap(eng, stage, out, False)
         stage = None
