@@ -97,16 +97,13 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                out: str, engine: Engine | Any = None, max_suppression: float = 0.0, metric: str = "dm",
                identifiers: str | Iterable[str] | None = None, replace: bool = False, seed: int = 0,
                models: list[Model] | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
-               _caller_verifies: bool = False, _only_flagged: str | None = None, **params: Any) -> FullDomainResult:
+               _caller_keeps: str | None = None, **params: Any) -> FullDomainResult:
     """Release ``source`` generalized to the best satisfying level vector (see module docstring).
 
-    ``_caller_verifies`` (internal): the caller derives its own release from this one and verifies
-    that (SPALM checks delta-presence from the public table): this one is written unverified
-    (``report`` None) and without the entropy metric unless it is ``metric``; with ``_only_flagged``
-    (a column of the source), only the rows where that column is 1 are written (SPALM keeps the
-    private rows of P), and the caller counts them."""
-    if _only_flagged is not None and not _caller_verifies:
-        raise InputError("_only_flagged needs _caller_verifies: a partial release must be verified by its caller")
+    ``_caller_keeps`` (internal; a column of the source): the caller keeps the rows where that column
+    is 1 and verifies and counts them itself (SPALM keeps the private rows of P and checks
+    delta-presence from P): only those rows are written, unverified (``report`` None), and without
+    the entropy metric unless it is ``metric``."""
     t0 = time.perf_counter()
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -156,7 +153,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             t_search = time.perf_counter()
             lat = _Lattice(eng, s, qis, sa, relation, total, models, types,
                            hierarchies.get(sensitive) if sensitive else None, max_suppression)
-            best, minimal, cand_metrics = lat.search(metric, progress, entropy=not _caller_verifies)
+            best, minimal, cand_metrics = lat.search(metric, progress, entropy=_caller_keeps is None)
             t_search = time.perf_counter() - t_search
             levels = dict(zip(qi_cols, best))
             # the release: generalized QIs, rows of failing groups suppressed, eq_class, shuffled
@@ -165,9 +162,9 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             kept_groups = lat.kept_labels(best)
             gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols}, keep)
             eng.execute(eng.render("fulldomain_release.sql.j2", stage=stage, gen=gen.sql, kept=kept_groups,
-                                   qis=qi_cols, seed=int(seed), only=_only_flagged))
+                                   qis=qi_cols, seed=int(seed), only=_caller_keeps))
             report = None
-            if not _caller_verifies:
+            if _caller_keeps is None:
                 verify_models = build_models(**model_params) if model_params is not None else models
                 report = check(stage, qi_cols, sensitive, models=verify_models, engine=eng,
                                hierarchies={sensitive: hierarchies[sensitive]} if sensitive in hierarchies else None,
@@ -178,7 +175,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                                        f"nothing was written")
             rows = eng.scalar(f"SELECT count(*) FROM {ident(stage)}")
             m = cand_metrics[best]
-            if _only_flagged is None and rows != total - m["suppressed"]:
+            if _caller_keeps is None and rows != total - m["suppressed"]:
                 raise AnonyDBError(f"internal error: the release holds {rows} rows, expected {total - m['suppressed']}")
         _swap(eng, stage, out, False)
         stage = None

@@ -91,7 +91,7 @@ def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, de
 
             # the release below is checked from P (check_presence) before it is written
             r = fulldomain(flagged, qi_cols, FLAG, hierarchies=hierarchies, out=work, engine=eng, metric=metric,
-                           models=[model], seed=seed, _caller_verifies=True, _only_flagged=FLAG)
+                           models=[model], seed=seed, _caller_keeps=FLAG)
             levels = dict(r.levels)
         else:
             from .mondrian import anonymize
