@@ -159,6 +159,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--relaxed", action="store_true", help="relaxed Mondrian: split ties so halves are balanced")
     a.add_argument("--categorical", choices=("hierarchy", "order"), default="hierarchy",
                    help="cut categorical QIs along their hierarchy (default) or in sorted value order")
+    a.add_argument("--plan", choices=("auto", "recursive", "levelwise"), default="auto",
+                   help="Mondrian: every round in one recursive statement, or one round at a time (portable; "
+                        "progress per round); auto picks the first for small tables")
     a.add_argument("--replace", action="store_true", help="replace --out if it exists")
     a.add_argument("--view", action="store_true", help="make --out a view over the verified rows (kept in <out>__data)")
     a.add_argument("--seed", type=int, default=0, help="seed of the release's row order (default 0)")
@@ -382,7 +385,7 @@ def _anonymize(args: argparse.Namespace) -> int:
         result = anonymize(
             args.source, args.qi, args.sensitive, out=args.out, engine=engine, hierarchies=hierarchies, kinds=kinds,
             identifiers=args.identifiers, relaxed=args.relaxed, categorical=args.categorical, replace=args.replace,
-            seed=args.seed, progress=progress, as_view=args.view, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
+            seed=args.seed, progress=progress, as_view=args.view, plan=args.plan, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
             t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, reference=args.reference,
             bt=[_bt_arg(x, args.qi) for x in args.bt] or None, bt_distance=args.bt_distance)
         progress.done()

@@ -34,7 +34,8 @@ ROLES = {"qi": "qi", "quasi-identifier": "qi", "quasi_identifier": "qi", "identi
 KINDS = ("numeric", "categorical", "ordinal", "date")
 METHODS = {
     # method -> {parameter: (accepted python types, description)}
-    "mondrian": {"relaxed": ((bool,), "a boolean"), "categorical": ((str,), "hierarchy or order")},
+    "mondrian": {"relaxed": ((bool,), "a boolean"), "categorical": ((str,), "hierarchy or order"),
+                 "plan": ((str,), "auto, recursive or levelwise")},
     "fulldomain": {"max_suppression": ((int, float), "a fraction in [0, 1]"),
                    "metric": ((str,), "dm, aecs, height, precision, loss or entropy")},
     "anatomy": {"groups": ((str,), "a column name")},

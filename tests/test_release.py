@@ -191,9 +191,12 @@ def test_plan_prints_the_sql_and_touches_nothing(tmp_path):
     assert db.read_bytes() == stamp  # the warehouse is not written
     assert not (tmp_path / "report.html").exists()
     assert text.startswith(f"-- anonydb plan for {spec}: method mondrian, 120 rows")
-    for template in ("mondrian_cand.sql.j2", "mondrian_release.sql.j2", "check_groups.sql.j2"):
+    for template in ("mondrian_recursive.sql.j2", "mondrian_release.sql.j2", "check_groups.sql.j2"):
         assert f"{template}" in text
-    assert "runs " in text  # the per-round templates ran more than once
+    assert "WITH RECURSIVE" in text and "mondrian_cand.sql.j2" not in text  # every round in one statement
+    spec.write_text(SPEC.replace("method: mondrian", "method: {name: mondrian, plan: levelwise}"))
+    text = anonydb.plan_spec(spec, db=str(db))
+    assert "mondrian_cand.sql.j2 (runs " in text and "mondrian_recursive.sql.j2" not in text  # a round at a time
     full = anonydb.plan_spec(spec, db=str(db), full=True)
     assert full.count("\n-- [") > text.count("\n-- [")
     con = duckdb.connect(str(db))

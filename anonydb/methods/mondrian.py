@@ -94,7 +94,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
               identifiers: str | Iterable[str] | None = None, relaxed: bool = False,
               categorical: str = "hierarchy", try_all_dims: bool = True, replace: bool = False,
               seed: int = 0, progress: Callable[[dict[str, Any]], None] | None = None, as_view: bool = False,
-              **params: Any) -> MondrianResult:
+              plan: str = "auto", **params: Any) -> MondrianResult:
     """Anonymize ``source`` with Mondrian into the table ``out``; return the verified release.
 
     Models come from ``models`` or from the parameters of :func:`anonydb.checker.build_models`
@@ -104,7 +104,12 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     sensitive attribute's one selects hierarchical EMD. ``kinds`` overrides a QI's kind
     (numeric, categorical, ordinal, date). ``identifiers`` are dropped from the release;
     other columns are kept unchanged. ``relaxed`` splits ties so both halves are balanced.
-    ``progress`` is called after every round with {round, open, final, rows_open}.
+    ``progress`` is called after every round with {round, open, final, rows_open} (once, at the
+    end, when every round runs in one statement).
+    ``plan``: "recursive" runs every round in one recursive statement (DuckDB; not with (n,t) or
+    (B,t)), "levelwise" one round at a time (a few statements each, portable), "auto" the
+    recursive plan where it applies and the table is small (rows x QIs <= ONE_ATTEMPT_ROWS).
+    Both give the same partitions.
     ``as_view``: ``out`` becomes a view over the verified rows, stored in ``<out>__data`` (a view
     over the live source would let later changes to the source bypass the verification).
     """
@@ -114,6 +119,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     ids = split_list(identifiers, "identifiers")
     if categorical not in ("hierarchy", "order"):
         raise InputError(f"categorical must be 'hierarchy' or 'order', got {categorical!r}")
+    if plan not in ("auto", "recursive", "levelwise"):
+        raise InputError(f"plan must be 'auto', 'recursive' or 'levelwise', got {plan!r}")
     if models is None:
         model_params = dict(params)
         models = build_models(**params)
@@ -157,7 +164,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, rid, total,
                                types, hierarchies.get(sensitive) if sensitive else None, qi_cols)
             planner.bind_members(hierarchies, kinds)
-            assign, rounds, tree = planner.run(progress)
+            assign, rounds, tree = planner.run(progress, plan)
             stage = _temp_release_name(eng, out)
             boxes, joined = _materialize(eng, s, base, rid, assign, qis, hq, sensitive, ids, cols, stage, seed)
             n_classes = eng.scalar(f"SELECT count(*) FROM {ident(boxes)}")
@@ -380,16 +387,16 @@ class _Planner:
                             f"GROUP BY ALL")
 
     def judge(self, cells: str, keys: list[str], first: bool = False, groups: str | None = None,
-              members: str | None = None) -> str:
+              members: str | None = None, inline: bool = False) -> str:
         """SQL of (keys..., _adb_ok): every model holds on the group (the models' own verdict
-        plans; the expensive ones materialized)."""
+        plans; the expensive ones materialized, unless ``inline``: inside one statement)."""
         groups = groups or self.groups_of(cells, keys)
         ctx = self.ctx(cells, groups, keys, self.glob, self.domain, members=members, **self.nt_extra())
         if first:
             for m in self.models:
                 m.prepare(ctx)
-        parts = [ident(self.s.table(m.verdicts(ctx).sql)) if m.materialize else f"({m.verdicts(ctx).sql})"
-                 for m in self.models]
+        parts = [ident(self.s.table(m.verdicts(ctx).sql)) if m.materialize and not inline
+                 else f"({m.verdicts(ctx).sql})" for m in self.models]
         k = ", ".join(ident(x) for x in keys)
         union = " UNION ALL ".join(f"SELECT {k}, _adb_ok FROM {p} AS v" for p in parts)
         return f"SELECT {k}, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM ({union}) AS u GROUP BY ALL"
@@ -462,9 +469,41 @@ class _Planner:
                 "does not: " + ("; ".join(reasons) or "a model fails on the whole table"))
 
     # the rounds -----------------------------------------------------------------------------------
-    def run(self, progress=None) -> tuple[str, int, str]:
-        e, s = self.eng, self.s
+    def run(self, progress=None, plan: str = "auto") -> tuple[str, int, str]:
+        """Partition the rows: (assignment (row id, partition id), rounds, partition tree)."""
         self.setup()
+        if plan == "recursive" or (plan == "auto" and self.recursive_ok()):
+            return self._run_recursive(progress)
+        return self._run_levelwise(progress)
+
+    def recursive_ok(self) -> bool:
+        """Whether the one-statement plan applies: DuckDB; models judged from the halves' counts
+        alone ((n,t) grows a partition tree and (B,t) reads QI tuples round by round); and a table
+        small enough that one attempt per round is the level-wise plan's choice too."""
+        return (self.eng.dialect == "duckdb" and not self.nt and not self.bt
+                and self.total * len(self.qis) <= ONE_ATTEMPT_ROWS)
+
+    def _run_recursive(self, progress=None) -> tuple[str, int, str]:
+        """Every round in one recursive statement (``mondrian_recursive.sql.j2``); the partitions
+        and their ids equal the level-wise plan's."""
+        if self.nt or self.bt or self.eng.dialect != "duckdb":
+            raise InputError("plan='recursive' needs DuckDB and models judged from counts alone "
+                             "(not (n,t)-closeness or (B,t)-privacy); use plan='levelwise'")
+        keys = ["_adb_pid", "_adb_dim", "_adb_side"]
+        groups_sql = self.eng.render("check_groups.sql.j2", keys=keys, cells="_adb_split").sql if self.sa else None
+        ok = self.judge("_adb_split", keys, groups="_adb_groups" if self.sa else "_adb_split", inline=True)
+        self.assign = self.s.table(self.render("mondrian_recursive.sql.j2", work=self.work, ok=ok,
+                                               groups_sql=groups_sql, try_all_dims=self.try_all_dims,
+                                               from_rows=self.relaxed and bool(self.sa), with_qid=False))
+        rounds, classes = self.eng.fetch_rows(f"SELECT max(_adb_lvl), count(DISTINCT _adb_pid) "
+                                              f"FROM {ident(self.assign)}")[1][0]
+        if progress:
+            progress({"round": int(rounds), "open": 0, "final": int(classes), "rows_open": 0})
+        return self.assign, int(rounds), self.tree
+
+    def _run_levelwise(self, progress=None) -> tuple[str, int, str]:
+        """One round at a time: Python loops over rounds, each a few statements."""
+        e, s = self.eng, self.s
         rnd, next_id, n_parts, n_rows = 0, 1, 1, self.total
         while n_parts:
             rnd += 1
