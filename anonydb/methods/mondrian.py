@@ -48,7 +48,7 @@ ONE_ATTEMPT_ROWS = 4_000_000
 class _QI:
     column: str
     kind: str  # numeric | date | ordered | hierarchical
-    dict: str | None = None  # (value, code) table for categorical QIs
+    dict: str | None = None  # (value, code) table of a hierarchical QI (an ordered one's is built in the work statement)
     hier: bool = False
     range: float = 0.0  # global max code - min code (hierarchical: leaves - 1)
     hierarchy: EnumeratedHierarchy | None = None
@@ -255,24 +255,20 @@ def _temp_release_name(eng: Engine, out: str) -> str:
 
 # ------------------------------------------------------------------------------------------------
 def _code_qis(eng, s, base, qi_cols, types, kinds, hierarchies, categorical) -> list[_QI]:
-    qis = []
+    """Each QI's kind and coding. The ranges and NULL counts of every numeric and date QI come from
+    one query; an ordered QI's dictionary (value -> code in sorted order, NULL a value of its own)
+    is built inside the work statement (``mondrian_work.sql.j2``), its size read from the codes
+    (:meth:`_Planner.setup`); a hierarchical one's is built here."""
+    qis: list[_QI] = []
+    stats: list[str] = []  # the one query's expressions, three per numeric or date QI
     for c in qi_cols:
         kind = kinds.get(c) or kind_of_type(types[c])
-        if kind == "numeric" and not is_numeric_type(types[c]):
-            kind_sql = f"TRY_CAST({ident(c)} AS DOUBLE)"
-        else:
-            kind_sql = ident(c)
         if kind in ("numeric", "date"):
-            nulls = eng.scalar(f"SELECT count(*) FROM {ident(base)} WHERE {ident(c)} IS NULL")
-            if nulls:
-                raise InputError(f"{kind} quasi-identifier {c!r} has {nulls} NULL values; Mondrian cuts on "
-                                 f"values, so fill or drop them (or declare {c!r} categorical)")
-            if kind == "numeric":
-                lo, hi = eng.fetch_rows(f"SELECT min(CAST({kind_sql} AS DOUBLE)), max(CAST({kind_sql} AS DOUBLE)) "
-                                        f"FROM {ident(base)}")[1][0]
-            else:
-                lo, hi = eng.fetch_rows(f"SELECT min(epoch({ident(c)})), max(epoch({ident(c)})) FROM {ident(base)}")[1][0]
-            qis.append(_QI(c, kind, range=float(hi - lo)))
+            kind_sql = f"TRY_CAST({ident(c)} AS DOUBLE)" if kind == "numeric" and not is_numeric_type(types[c]) \
+                else ident(c)
+            v = f"CAST({kind_sql} AS DOUBLE)" if kind == "numeric" else f"epoch({ident(c)})"
+            stats += [f"count(*) FILTER (WHERE {ident(c)} IS NULL)", f"min({v})", f"max({v})"]
+            qis.append(_QI(c, kind))
             continue
         h = hierarchies.get(c)
         if h is not None and categorical == "hierarchy":
@@ -295,11 +291,18 @@ def _code_qis(eng, s, base, qi_cols, types, kinds, hierarchies, categorical) -> 
                          f"JOIN {ident(d)} AS d ON CAST(b.{ident(c)} AS VARCHAR) = d._adb_value")
             qis.append(_QI(c, "hierarchical", dict=dv, hier=True, range=float(len(leaves) - 1), hierarchy=h,
                            card=len(leaves)))
-        else:
-            d = s.table(f"SELECT _adb_value, CAST(row_number() OVER (ORDER BY _adb_value NULLS LAST) - 1 AS INTEGER) "
-                        f"AS _adb_code FROM (SELECT DISTINCT {ident(c)} AS _adb_value FROM {ident(base)}) AS v")
-            card = eng.scalar(f"SELECT count(*) FROM {ident(d)}")
-            qis.append(_QI(c, "ordered", dict=d, range=float(card - 1), card=card))
+        else:  # card and range are read from the codes when the work statement has built them
+            qis.append(_QI(c, "ordered"))
+    if stats:
+        got = list(eng.fetch_rows(f"SELECT {', '.join(stats)} FROM {ident(base)}")[1][0])
+        for q in qis:
+            if q.kind in ("numeric", "date"):
+                nulls, lo, hi = got[:3]
+                del got[:3]
+                if nulls:
+                    raise InputError(f"{q.kind} quasi-identifier {q.column!r} has {nulls} NULL values; Mondrian cuts "
+                                     f"on values, so fill or drop them (or declare {q.column!r} categorical)")
+                q.range = float(hi - lo)
     return qis
 
 
@@ -406,6 +409,11 @@ class _Planner:
         e, s = self.eng, self.s
         self.work = s.table(self.render("mondrian_work.sql.j2", base=self.base, rid=self.rid, qids=self.qids,
                                         qid_cols=self.qi_cols))
+        ordered = [(i, q) for i, q in enumerate(self.qis) if q.kind == "ordered"]
+        if ordered:  # codes 0 .. card - 1, every one taken by some row
+            top = e.fetch_rows("SELECT " + ", ".join(f"max(_adb_c{i})" for i, _ in ordered) + f" FROM {ident(self.work)}")[1][0]
+            for (_, q), t in zip(ordered, top):
+                q.card, q.range = int(t) + 1, float(t)
         if self.sa:
             self.glob = s.table(f"SELECT _adb_sa, count(*) AS _adb_cnt FROM {ident(self.work)} GROUP BY _adb_sa")
             self.domain = e.scalar(f"SELECT count(*) FROM {ident(self.glob)}")
