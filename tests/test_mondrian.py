@@ -244,6 +244,22 @@ def test_plan_parameter(engine):
     assert seen == [{"round": 2, "open": 0, "final": 2, "rows_open": 0}] and r.rounds == 2
 
 
+def test_plan_auto_falls_back_before_duckdb_1_3(engine, monkeypatch):
+    """USING KEY came with DuckDB 1.3: on an older DuckDB "auto" runs the level-wise plan and
+    "recursive" says why it cannot run."""
+    import duckdb
+
+    make_table(engine, "t12", ["id", "name", "zip", "age", "disease"], TABLE_1_2)
+    monkeypatch.setattr(duckdb, "__version__", "1.2.2")
+    with pytest.raises(InputError, match="needs DuckDB 1.3 or later"):
+        anonymize("t12", ["zip", "age"], "disease", out="rel", engine=engine, k=3, plan="recursive")
+    engine.log.clear()
+    anonymize("t12", ["zip", "age"], "disease", out="rel", engine=engine, k=3)
+    used = {x.template for x in engine.log}
+    assert "mondrian_cand.sql.j2" in used and "mondrian_recursive.sql.j2" not in used
+    assert classes_of(engine, "rel") == [frozenset({1, 2, 7, 8, 9}), frozenset({3, 4, 5, 6})]
+
+
 def test_identifiers_dropped_and_order_shuffled(engine):
     make_table(engine, "t12", ["id", "name", "zip", "age", "disease"], TABLE_1_2)
     anonymize("t12", ["zip", "age"], "disease", out="rel", engine=engine, k=3, identifiers=["name"])

@@ -485,18 +485,31 @@ class _Planner:
         return self._run_levelwise(progress)
 
     def recursive_ok(self) -> bool:
-        """Whether the one-statement plan applies: DuckDB; models judged from the halves' counts
-        alone ((n,t) grows a partition tree and (B,t) reads QI tuples round by round); and a table
-        small enough that one attempt per round is the level-wise plan's choice too."""
-        return (self.eng.dialect == "duckdb" and not self.nt and not self.bt
-                and self.total * len(self.qis) <= ONE_ATTEMPT_ROWS)
+        """Whether ``plan="auto"`` takes the one-statement plan: it can run here (DuckDB 1.3+; models
+        judged from the halves' counts alone: (n,t) grows a partition tree and (B,t) reads QI tuples
+        round by round) and the table is small enough that one attempt per round is the level-wise
+        plan's choice too (above that the level-wise plan's two attempts are faster, and the
+        recursion's working set grows with the table)."""
+        return self._recursive_supported() is None and self.total * len(self.qis) <= ONE_ATTEMPT_ROWS
+
+    def _recursive_supported(self) -> str | None:
+        """Why the one-statement plan cannot run here, or None."""
+        if self.eng.dialect != "duckdb":
+            return f"it is DuckDB SQL (this engine is {self.eng.dialect})"
+        if self.nt or self.bt:
+            return "(n,t)-closeness and (B,t)-privacy are judged round by round"
+        import duckdb
+
+        if tuple(int(x) for x in duckdb.__version__.split(".")[:2] if x.isdigit()) < (1, 3):
+            return f"WITH RECURSIVE ... USING KEY needs DuckDB 1.3 or later (this is {duckdb.__version__})"
+        return None
 
     def _run_recursive(self, progress=None) -> tuple[str, int, str]:
         """Every round in one recursive statement (``mondrian_recursive.sql.j2``); the partitions
         and their ids equal the level-wise plan's."""
-        if self.nt or self.bt or self.eng.dialect != "duckdb":
-            raise InputError("plan='recursive' needs DuckDB and models judged from counts alone "
-                             "(not (n,t)-closeness or (B,t)-privacy); use plan='levelwise'")
+        why = self._recursive_supported()
+        if why:
+            raise InputError(f"plan='recursive' cannot run here: {why}; use plan='levelwise'")
         keys = ["_adb_pid", "_adb_dim", "_adb_side"]
         groups_sql = self.eng.render("check_groups.sql.j2", keys=keys, cells="_adb_split").sql if self.sa else None
         ok = self.judge("_adb_split", keys, groups="_adb_groups" if self.sa else "_adb_split", inline=True)
