@@ -6,6 +6,8 @@ size, and in the settings of Li's thesis (Chapter 2).
     python benchmarks/bench_mondrian.py adult --repeat 3
     python benchmarks/bench_mondrian.py scale --rows 100000 1000000 10000000 --memory-limit 4GB
     python benchmarks/bench_mondrian.py thesis --repeat 3
+    python benchmarks/bench_mondrian.py alone --repeat 5 [--plan levelwise]
+    python benchmarks/bench_mondrian.py scale --rows 100000 400000 --plans recursive levelwise
 
 ``adult``: k=10 over 8 QIs (sensitive salary-class), anonydb (categorical="order", the flat NCP of
 the Python Mondrian tools) alternated with anonypy's Mondrian (partition + generalize) and with
@@ -43,6 +45,7 @@ ADULT_SA = "salary-class"
 THESIS_QIS = ["age", "workclass", "education", "marital-status", "race", "sex"]
 THESIS_SA = "occupation"
 NUMERIC = {"age"}
+PLANS = ("auto", "recursive", "levelwise")
 
 # Li's thesis, Chapter 2: the semantic groups of occupation for the similarity attack
 SIMILAR = [
@@ -158,6 +161,26 @@ def _min_class(e, table) -> int:
     return e.scalar(f'SELECT min(n) FROM (SELECT count(*) AS n FROM "{table}" GROUP BY eq_class)')
 
 
+def cmd_alone(args, argv) -> int:
+    """anonydb's Adult k=10 run (categorical="order") on its own: one warm-up, then ``--repeat`` timed runs."""
+    from anonydb.datasets import load_adult
+
+    e = anonydb.connect()
+    load_adult(e, "adult")
+
+    def run():
+        return anonymize("adult", ADULT_QIS, ADULT_SA, out="adult_order", engine=e, k=10, categorical="order",
+                         replace=True, plan=args.plan)
+
+    run()
+    ts = [_timed(run)[0] for _ in range(args.repeat)]
+    print(f"# anonydb Mondrian on Adult alone, k=10, categorical=order, plan={args.plan}; {dt.date.today()}; "
+          f"command: {_command(argv)}")
+    print(f"median {statistics.median(ts):.3f} s; runs {', '.join(f'{t:.3f}' for t in ts)}")
+    e.close()
+    return 0
+
+
 # ------------------------------------------------------------------------------------------------
 def cmd_scale_one(args, argv) -> int:
     from anonydb.datasets import CENSUS_QIS, synthetic_census
@@ -175,10 +198,19 @@ def cmd_scale_one(args, argv) -> int:
                   f"rows open {p.get('rows_open')}", file=sys.stderr, flush=True)
 
     wall, r = _timed(lambda: anonymize("census", CENSUS_QIS, "occupation", out="census_release", engine=e, k=10,
-                                       categorical="order", replace=True, progress=progress))
+                                       categorical="order", replace=True, progress=progress, plan=args.plan))
     min_class = _min_class(e, r.table)
+    if args.profile:  # where the time went: seconds per template (or statement head), from engine.log
+        by: dict[str, list] = {}
+        for x in e.log:
+            k = x.template or " ".join(x.sql.split())[:60]
+            by.setdefault(k, [0.0, 0])
+            by[k][0] += x.seconds
+            by[k][1] += 1
+        for k, (sec, n) in sorted(by.items(), key=lambda kv: -kv[1][0])[:12]:
+            print(f"  {sec:8.2f} s  {n:4d} x  {k}", file=sys.stderr)
     e.close()
-    print(json.dumps({"rows": args.rows, "gen_s": gen, "seconds": r.seconds, "wall_s": wall, "rounds": r.rounds,
+    print(json.dumps({"rows": args.rows, "plan": args.plan, "gen_s": gen, "seconds": r.seconds, "wall_s": wall, "rounds": r.rounds,
                       "classes": r.classes, "min_class": min_class, "ncp": r.utility["ncp"], "dm": r.utility["dm"],
                       "verified": bool(r.report.holds),
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}), flush=True)
@@ -193,32 +225,36 @@ def cmd_scale(args, argv) -> int:
           f"categorical=order; memory_limit {args.memory_limit or 'default'}; {dt.date.today()}; "
           f"each size in a fresh process")
     print(f"# command: {_command(argv)}")
-    print("| rows | generate s | anonymize s | rounds | classes | min class | NCP % | peak RSS MB | "
+    print("| rows | plan | generate s | anonymize s | rounds | classes | min class | NCP % | peak RSS MB | "
           "ratio s vs previous size |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for n in args.rows:
-        cmd = [sys.executable, __file__, "scale-one", "--rows", str(n), "--seed", str(args.seed)]
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    last: dict[str, dict] = {}
+    for n, plan in [(n, p) for n in args.rows for p in args.plans]:
+        cmd = [sys.executable, __file__, "scale-one", "--rows", str(n), "--seed", str(args.seed), "--plan", plan]
         if args.memory_limit:
             cmd += ["--memory-limit", args.memory_limit]
         if args.threads:
             cmd += ["--threads", str(args.threads)]
         if args.verbose:
             cmd.append("--verbose")
+        if args.profile:
+            cmd.append("--profile")
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout)
         except subprocess.TimeoutExpired:
-            print(f"| {n:,} | timed out after {args.timeout} s | | | | | | | |", flush=True)
+            print(f"| {n:,} | {plan} | timed out after {args.timeout} s | | | | | | | |", flush=True)
             continue
         line = next((x for x in reversed(p.stdout.splitlines()) if x.startswith("{")), None)
         if p.returncode != 0 or line is None:
-            print(f"| {n:,} | failed (exit {p.returncode}) | | | | | | | |", flush=True)
+            print(f"| {n:,} | {plan} | failed (exit {p.returncode}) | | | | | | | |", flush=True)
             continue
         r = json.loads(line)
-        ratio = (f"{r['seconds'] / results[-1]['seconds']:.1f} (rows x{n / results[-1]['rows']:g})"
-                 if results else "—")
+        prev = last.get(plan)
+        ratio = f"{r['seconds'] / prev['seconds']:.1f} (rows x{n / prev['rows']:g})" if prev else "—"
+        last[plan] = r
         results.append(r)
         flag = "" if r["verified"] else " (NOT verified)"
-        print(f"| {n:,} | {r['gen_s']:.1f} | {r['seconds']:.1f}{flag} | {r['rounds']} | {r['classes']:,} | "
+        print(f"| {n:,} | {plan} | {r['gen_s']:.1f} | {r['seconds']:.2f}{flag} | {r['rounds']} | {r['classes']:,} | "
               f"{r['min_class']} | {100 * r['ncp']:.2f} | {r['peak_rss_mb']:,.0f} | {ratio} |", flush=True)
     return 0
 
@@ -284,16 +320,24 @@ def main(argv=None) -> int:
     s.add_argument("--seed", type=int, default=42)
     s.add_argument("--timeout", type=float, default=None, help="seconds per size before giving up")
     s.add_argument("--verbose", action="store_true", help="print Mondrian's rounds to stderr")
+    s.add_argument("--plans", nargs="+", choices=PLANS, default=["auto"], help="Mondrian plans to run at each size")
+    s.add_argument("--profile", action="store_true", help="print each run's seconds per template to stderr")
     o = sub.add_parser("scale-one", help="one size of `scale`; prints a JSON line")
+    o.add_argument("--plan", choices=PLANS, default="auto")
     o.add_argument("--rows", type=int, required=True)
     o.add_argument("--memory-limit", default="4GB")
     o.add_argument("--threads", type=int, default=None)
     o.add_argument("--seed", type=int, default=42)
     o.add_argument("--verbose", action="store_true")
+    o.add_argument("--profile", action="store_true", help="print the seconds per template to stderr")
     t = sub.add_parser("thesis", help="Li's thesis Chapter 2 settings on Adult with the similarity attack")
     t.add_argument("--repeat", type=int, default=3)
+    w = sub.add_parser("alone", help="anonydb's Adult k=10 run alone (no peer in the process)")
+    w.add_argument("--repeat", type=int, default=5)
+    w.add_argument("--plan", choices=PLANS, default="auto")
     args = ap.parse_args(argv)
-    return {"adult": cmd_adult, "scale": cmd_scale, "scale-one": cmd_scale_one, "thesis": cmd_thesis}[args.cmd](args, argv)
+    return {"adult": cmd_adult, "scale": cmd_scale, "scale-one": cmd_scale_one, "thesis": cmd_thesis,
+            "alone": cmd_alone}[args.cmd](args, argv)
 
 
 if __name__ == "__main__":
