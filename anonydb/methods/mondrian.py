@@ -11,9 +11,12 @@ statements over a partition-id column (``sql/mondrian_*.sql.j2``): sizes and cod
 partition, ranked cut dimensions, a histogram per partition over its cut dimension, the median
 cut, the halves' counts, the models' verdicts with keys (partition, side), and the relabelling of
 the rows. Python loops over rounds and over the (at most d) dimension attempts of a round, never
-over rows or partitions. The halves are judged by the same model code that checks a finished
-table (:mod:`anonydb.models`), and the release is verified by :func:`anonydb.checker.check`
-before it is written (fail closed).
+over rows or partitions. On DuckDB, below ``ONE_ATTEMPT_ROWS`` rows x QIs and for models judged
+from counts alone, the rounds run instead as the step of one recursive statement
+(``mondrian_recursive.sql.j2``, the same templates): a round's cost on such tables is the fixed
+cost of its statements, which one statement pays once. Both plans give the same release. The
+halves are judged by the same model code that checks a finished table (:mod:`anonydb.models`),
+and the release is verified by :func:`anonydb.checker.check` before it is written (fail closed).
 
 Codes: a numeric QI is cut on its values, a date on epoch seconds, a categorical one on codes in
 a stable value order (sorted values; NULL last) or, with a hierarchy, in the hierarchy's
