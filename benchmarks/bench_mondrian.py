@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,12 +202,11 @@ def cmd_scale_one(args, argv) -> int:
                                        categorical="order", replace=True, progress=progress, plan=args.plan))
     min_class = _min_class(e, r.table)
     if args.profile:  # where the time went: seconds per template (or statement head), from engine.log
-        by: dict[str, list] = {}
+        by: dict[str, list] = defaultdict(lambda: [0.0, 0])
         for x in e.log:
-            k = x.template or " ".join(x.sql.split())[:60]
-            by.setdefault(k, [0.0, 0])
-            by[k][0] += x.seconds
-            by[k][1] += 1
+            entry = by[x.template or " ".join(x.sql.split())[:60]]
+            entry[0] += x.seconds
+            entry[1] += 1
         for k, (sec, n) in sorted(by.items(), key=lambda kv: -kv[1][0])[:12]:
             print(f"  {sec:8.2f} s  {n:4d} x  {k}", file=sys.stderr)
     e.close()
@@ -220,7 +220,6 @@ def cmd_scale_one(args, argv) -> int:
 def cmd_scale(args, argv) -> int:
     from anonydb.datasets import CENSUS_QIS
 
-    results = []
     print(f"# Mondrian on synthetic censuses: k=10 over {len(CENSUS_QIS)} QIs ({', '.join(CENSUS_QIS)}), "
           f"categorical=order; memory_limit {args.memory_limit or 'default'}; {dt.date.today()}; "
           f"each size in a fresh process")
@@ -252,7 +251,6 @@ def cmd_scale(args, argv) -> int:
         prev = last.get(plan)
         ratio = f"{r['seconds'] / prev['seconds']:.1f} (rows x{n / prev['rows']:g})" if prev else "—"
         last[plan] = r
-        results.append(r)
         flag = "" if r["verified"] else " (NOT verified)"
         print(f"| {n:,} | {plan} | {r['gen_s']:.1f} | {r['seconds']:.2f}{flag} | {r['rounds']} | {r['classes']:,} | "
               f"{r['min_class']} | {100 * r['ncp']:.2f} | {r['peak_rss_mb']:,.0f} | {ratio} |", flush=True)

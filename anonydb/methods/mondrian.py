@@ -297,11 +297,10 @@ def _code_qis(eng, s, base, qi_cols, types, kinds, hierarchies, categorical) -> 
         else:  # card and range are read from the codes when the work statement has built them
             qis.append(_QI(c, "ordered"))
     if stats:
-        got = list(eng.fetch_rows(f"SELECT {', '.join(stats)} FROM {ident(base)}")[1][0])
+        got = iter(eng.fetch_rows(f"SELECT {', '.join(stats)} FROM {ident(base)}")[1][0])
         for q in qis:
             if q.kind in ("numeric", "date"):
-                nulls, lo, hi = got[:3]
-                del got[:3]
+                nulls, lo, hi = next(got), next(got), next(got)
                 if nulls:
                     raise InputError(f"{q.kind} quasi-identifier {q.column!r} has {nulls} NULL values; Mondrian cuts "
                                      f"on values, so fill or drop them (or declare {q.column!r} categorical)")
