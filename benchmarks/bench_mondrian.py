@@ -6,7 +6,7 @@ size, and in the settings of Li's thesis (Chapter 2).
     python benchmarks/bench_mondrian.py adult --repeat 3
     python benchmarks/bench_mondrian.py scale --rows 100000 1000000 10000000 --memory-limit 4GB
     python benchmarks/bench_mondrian.py thesis --repeat 3
-    python benchmarks/bench_mondrian.py alone --repeat 5 [--plan levelwise]
+    python benchmarks/bench_mondrian.py alone --repeat 5 [--plan levelwise] [--plan-cost]
     python benchmarks/bench_mondrian.py scale --rows 100000 400000 --plans recursive levelwise
 
 ``adult``: k=10 over 8 QIs (sensitive salary-class), anonydb (categorical="order", the flat NCP of
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import resource
 import statistics
 import subprocess
@@ -163,23 +164,59 @@ def _min_class(e, table) -> int:
 
 
 def cmd_alone(args, argv) -> int:
-    """anonydb's Adult k=10 run (categorical="order") on its own: one warm-up, then ``--repeat`` timed runs."""
+    """anonydb's Adult k=10 run (categorical="order") on its own: one warm-up, then ``--repeat`` timed runs.
+    ``--plan-cost``: per template, the median milliseconds DuckDB spends preparing the statement
+    (parse, bind, optimize: a PREPARE of its query, timed just before it runs) and running it."""
     from anonydb.datasets import load_adult
 
     e = anonydb.connect()
     load_adult(e, "adult")
+    prepared: dict[str, float] = {}
+    if args.plan_cost:
+        _time_prepare(e, prepared)
 
     def run():
         return anonymize("adult", ADULT_QIS, ADULT_SA, out="adult_order", engine=e, k=10, categorical="order",
                          replace=True, plan=args.plan)
 
     run()
-    ts = [_timed(run)[0] for _ in range(args.repeat)]
+    ts, mark = [], len(e.log)
+    for _ in range(args.repeat):
+        ts.append(_timed(run)[0])
     print(f"# anonydb Mondrian on Adult alone, k=10, categorical=order, plan={args.plan}; {dt.date.today()}; "
           f"command: {_command(argv)}")
     print(f"median {statistics.median(ts):.3f} s; runs {', '.join(f'{t:.3f}' for t in ts)}")
+    if args.plan_cost:
+        by: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
+        for x in e.log[mark:]:
+            if x.template:
+                p = prepared.get(x.sql, 0.0)
+                by[x.template][0].append(p)
+                by[x.template][1].append(x.seconds - p)
+        print("template | prepare ms | run ms (which plans again) | statements per run")
+        for k, (p, r) in sorted(by.items(), key=lambda kv: -sum(kv[1][1])):
+            print(f"{k} | {1000 * statistics.median(p):.1f} | {1000 * statistics.median(r):.1f} | "
+                  f"{len(r) / args.repeat:g}")
     e.close()
     return 0
+
+
+def _time_prepare(e, into: dict[str, float]) -> None:
+    """Before each statement runs, time a PREPARE of its query (what DuckDB spends before executing)."""
+    con = e.con
+
+    def timed(raw):
+        def run(sql, params=None):
+            q = re.sub(r"^\s*CREATE (TEMP )?TABLE \S+ AS", "", sql)
+            if params is None and q.lstrip().upper().startswith(("SELECT", "WITH")):
+                t0 = time.perf_counter()
+                con.execute("PREPARE _adb_bench AS " + q)
+                into[sql] = time.perf_counter() - t0
+                con.execute("DEALLOCATE _adb_bench")
+            return raw(sql, params)
+        return run
+
+    e._execute, e._fetch = timed(e._execute), timed(e._fetch)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -333,6 +370,7 @@ def main(argv=None) -> int:
     w = sub.add_parser("alone", help="anonydb's Adult k=10 run alone (no peer in the process)")
     w.add_argument("--repeat", type=int, default=5)
     w.add_argument("--plan", choices=PLANS, default="auto")
+    w.add_argument("--plan-cost", action="store_true", help="per template, the median ms to prepare and to run")
     args = ap.parse_args(argv)
     return {"adult": cmd_adult, "scale": cmd_scale, "scale-one": cmd_scale_one, "thesis": cmd_thesis,
             "alone": cmd_alone}[args.cmd](args, argv)
