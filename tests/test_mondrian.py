@@ -399,3 +399,20 @@ def test_kl_divergence_oracle(engine, rows, k, relaxed):
     kl = sum(c / n * math.log((c / n) / sum(cnt[g][cell[3]] / n / vol[g] for g in holders[cell]))
              for cell, c in cells.items())
     assert r.utility["kl"] == pytest.approx(kl, abs=1e-9)
+
+
+def test_partitions_under_twice_the_fewest_rows_have_no_cut(engine):
+    """k-anonymity needs k rows in each half of a cut, so a partition of fewer than 2k rows is final
+    without being judged; models with no such bound say 1. Table 1.2 with k = 3: the root (9 rows)
+    is cut into 5 + 4 rows, both under 6, so the second round judges nothing and both are final."""
+    from anonydb.models.k_anonymity import KAnonymity
+    from anonydb.models.l_diversity import LDiversity
+
+    assert KAnonymity(7).min_rows() == 7 and LDiversity(2).min_rows() == 1
+    make_table(engine, "t12", ["id", "name", "zip", "age", "disease"], TABLE_1_2)
+    for plan in ("levelwise", "recursive"):
+        engine.log.clear()
+        r = anonymize("t12", ["zip", "age"], "disease", out="rel", engine=engine, k=3, plan=plan, replace=True)
+        assert r.rounds == 2 and classes_of(engine, "rel") == [frozenset({1, 2, 7, 8, 9}), frozenset({3, 4, 5, 6})]
+        cand = [x.sql for x in engine.log if x.template in ("mondrian_cand.sql.j2", "mondrian_recursive.sql.j2")]
+        assert cand and all("_adb_n >= 6" in sql for sql in cand)

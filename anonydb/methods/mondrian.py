@@ -364,9 +364,12 @@ class _Planner:
         #: models judging tuples against their group ((B,t)-privacy) read the rows' QI tuples
         self.bt = [m for m in models if getattr(m, "needs_members", False)]
         self.qids = None
+        #: a cut leaves two halves that must each satisfy every model: smaller partitions are final at once
+        self.min_cut = 2 * max((m.min_rows() for m in models), default=1)
 
     def render(self, template: str, **kw):
-        return self.eng.render(template, qis=self.qis, hq=self.hq, sensitive=self.sa, relaxed=self.relaxed, **kw)
+        return self.eng.render(template, qis=self.qis, hq=self.hq, sensitive=self.sa, relaxed=self.relaxed,
+                               min_cut=self.min_cut, **kw)
 
     def bind_members(self, hierarchies, kinds) -> None:
         """Number the distinct QI tuples and estimate each tuple-judging model's prior over them."""

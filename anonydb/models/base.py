@@ -156,5 +156,11 @@ class Model(abc.ABC):
         """Why no release of this table can meet the model, or ''."""
         return ""
 
+    def min_rows(self) -> int:
+        """The fewest rows a group can have and still satisfy the model: a necessary condition (1
+        where there is none). Mondrian judges no cut of a partition of fewer than twice this many
+        rows, since one of its halves would fail."""
+        return 1
+
     def prepare(self, ctx: GroupContext) -> None:
         """Materialize what the model needs beyond the context (hierarchy tables ...)."""

@@ -22,6 +22,9 @@ class KAnonymity(Model):
     def params(self) -> dict[str, Any]:
         return {"k": self.k}
 
+    def min_rows(self) -> int:
+        return self.k
+
     def verdicts(self, ctx: GroupContext):
         return ctx.engine.render("model_k_anonymity.sql.j2", keys=ctx.keys, groups=ctx.groups, k=self.k)
 
