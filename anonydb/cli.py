@@ -12,6 +12,7 @@ from typing import Any, Sequence
 from . import __version__
 from .checker import check
 from .errors import AnonyDBError, InputError
+from .methods.mondrian import PLANS
 from .models import DISTANCES, L_VARIANTS
 
 
@@ -159,7 +160,7 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--relaxed", action="store_true", help="relaxed Mondrian: split ties so halves are balanced")
     a.add_argument("--categorical", choices=("hierarchy", "order"), default="hierarchy",
                    help="cut categorical QIs along their hierarchy (default) or in sorted value order")
-    a.add_argument("--plan", choices=("auto", "recursive", "levelwise"), default="auto",
+    a.add_argument("--plan", choices=PLANS, default="auto",
                    help="Mondrian: every round in one recursive statement, or one round at a time (portable; "
                         "progress per round); auto picks the first for small tables")
     a.add_argument("--replace", action="store_true", help="replace --out if it exists")

@@ -41,13 +41,13 @@ for _p in (ROOT, ROOT / "benchmarks"):  # anonydb from this checkout; the peers 
 
 import anonydb  # noqa: E402
 from anonydb.methods import anonymize  # noqa: E402
+from anonydb.methods.mondrian import PLANS  # noqa: E402
 
 ADULT_QIS = ["age", "workclass", "education", "marital-status", "race", "sex", "native-country", "occupation"]
 ADULT_SA = "salary-class"
 THESIS_QIS = ["age", "workclass", "education", "marital-status", "race", "sex"]
 THESIS_SA = "occupation"
 NUMERIC = {"age"}
-PLANS = ("auto", "recursive", "levelwise")
 
 # Li's thesis, Chapter 2: the semantic groups of occupation for the similarity attack
 SIMILAR = [

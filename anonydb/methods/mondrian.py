@@ -45,6 +45,8 @@ from ..sqlgen import ident, literal
 #: while (open rows x QIs) is at most this, a round judges every dimension of every partition in
 #: one attempt; above it, the widest dimension first and the others only where it fails
 ONE_ATTEMPT_ROWS = 4_000_000
+#: the ways to run the rounds (``anonymize(plan=...)``)
+PLANS = ("auto", "recursive", "levelwise")
 
 
 @dataclass
@@ -122,8 +124,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     ids = split_list(identifiers, "identifiers")
     if categorical not in ("hierarchy", "order"):
         raise InputError(f"categorical must be 'hierarchy' or 'order', got {categorical!r}")
-    if plan not in ("auto", "recursive", "levelwise"):
-        raise InputError(f"plan must be 'auto', 'recursive' or 'levelwise', got {plan!r}")
+    if plan not in PLANS:
+        raise InputError(f"plan must be one of {', '.join(PLANS)}, got {plan!r}")
     if models is None:
         model_params = dict(params)
         models = build_models(**params)
