@@ -8,6 +8,7 @@ size, and in the settings of Li's thesis (Chapter 2).
     python benchmarks/bench_mondrian.py thesis --repeat 3
     python benchmarks/bench_mondrian.py alone --repeat 5 [--plan levelwise] [--plan-cost]
     python benchmarks/bench_mondrian.py scale --rows 100000 400000 --plans recursive levelwise
+    python benchmarks/bench_mondrian.py scale-one --rows 10000000 --memory-limit 4GB --profile --spill --shuffle-cost
 
 ``adult``: k=10 over 8 QIs (sensitive salary-class), anonydb (categorical="order", the flat NCP of
 the Python Mondrian tools) alternated with anonypy's Mondrian (partition + generalize) and with
@@ -235,9 +236,15 @@ def cmd_scale_one(args, argv) -> int:
             print(f"  round {p.get('round')}: open {p.get('open')}, final {p.get('final')}, "
                   f"rows open {p.get('rows_open')}", file=sys.stderr, flush=True)
 
+    spill = _SpillWatch(e) if args.spill else None
     wall, r = _timed(lambda: anonymize("census", CENSUS_QIS, "occupation", out="census_release", engine=e, k=10,
                                        categorical="order", replace=True, progress=progress, plan=args.plan))
+    extra = {"peak_spill_mb": spill.stop()} if spill else {}
     min_class = _min_class(e, r.table)
+    if args.shuffle_cost:  # the release's rows written again, in a random order (as released) and as they are
+        for key, order in (("rewrite_shuffled_s", " ORDER BY hash(rowid + 1), rowid"), ("rewrite_unordered_s", "")):
+            extra[key], _ = _timed(lambda: e.execute(f'CREATE TABLE "_bench_copy" AS SELECT * FROM {r.table}{order}'))
+            e.execute('DROP TABLE "_bench_copy"')
     if args.profile:  # where the time went: seconds per template (or statement head), from engine.log
         by: dict[str, list] = defaultdict(lambda: [0.0, 0])
         for x in e.log:
@@ -250,8 +257,38 @@ def cmd_scale_one(args, argv) -> int:
     print(json.dumps({"rows": args.rows, "plan": args.plan, "gen_s": gen, "seconds": r.seconds, "wall_s": wall, "rounds": r.rounds,
                       "classes": r.classes, "min_class": min_class, "ncp": r.utility["ncp"], "dm": r.utility["dm"],
                       "verified": bool(r.report.holds),
-                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}), flush=True)
+                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **extra}), flush=True)
     return 0
+
+
+class _SpillWatch:
+    """The largest size DuckDB's temporary directory (where it spills what exceeds memory_limit)
+    reaches while a run goes on, polled every 0.2 s from a thread: ``stop()`` returns it in MB."""
+
+    def __init__(self, e):
+        import os
+        import threading
+
+        self.dir = Path(os.path.abspath(e.scalar("SELECT current_setting('temp_directory')")))
+        self.peak, self.done = 0, threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.thread.start()
+
+    def _poll(self) -> None:
+        while not self.done.is_set():
+            size = 0
+            for f in self.dir.rglob("*") if self.dir.exists() else ():
+                try:
+                    size += f.stat().st_size
+                except OSError:  # removed while polled
+                    pass
+            self.peak = max(self.peak, size)
+            self.done.wait(0.2)
+
+    def stop(self) -> float:
+        self.done.set()
+        self.thread.join()
+        return round(self.peak / 1e6, 1)
 
 
 def cmd_scale(args, argv) -> int:
@@ -365,6 +402,9 @@ def main(argv=None) -> int:
     o.add_argument("--seed", type=int, default=42)
     o.add_argument("--verbose", action="store_true")
     o.add_argument("--profile", action="store_true", help="print the seconds per template to stderr")
+    o.add_argument("--spill", action="store_true", help="record the peak size of DuckDB's temporary (spill) directory")
+    o.add_argument("--shuffle-cost", action="store_true",
+                   help="write the release's rows again, shuffled and unordered (rewrite_shuffled_s, rewrite_unordered_s)")
     t = sub.add_parser("thesis", help="Li's thesis Chapter 2 settings on Adult with the similarity attack")
     t.add_argument("--repeat", type=int, default=3)
     w = sub.add_parser("alone", help="anonydb's Adult k=10 run alone (no peer in the process)")
