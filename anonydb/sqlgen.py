@@ -8,6 +8,7 @@ not later inside the engine.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 from decimal import Decimal
@@ -26,6 +27,13 @@ def ident(name: str, dialect: str = "duckdb") -> str:
     """Quote one identifier (column or table name) for ``dialect``; always quoted."""
     if not isinstance(name, str) or name == "":
         raise ValueError(f"identifier must be a non-empty string, got {name!r}")
+    return _quoted(name, dialect)
+
+
+@functools.lru_cache(maxsize=4096)
+def _quoted(name: str, dialect: str) -> str:
+    """sqlglot's quoting, remembered: a plan renders the same few names hundreds of times, and
+    each quoting builds an expression and a generator (~0.05 ms, ~8 ms of a Mondrian run on Adult)."""
     return exp.to_identifier(name, quoted=True).sql(dialect)
 
 

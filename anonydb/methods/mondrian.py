@@ -426,10 +426,6 @@ class _Planner:
             self.domain = e.scalar(f"SELECT count(*) FROM {ident(self.glob)}")
         else:
             self.glob, self.domain = None, 0
-        self.assign = s.table("SELECT CAST(0 AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid LIMIT 0")
-        # the partition tree: every partition with its parent and size (the root has parent NULL)
-        self.tree = s.table(f"SELECT CAST(0 AS BIGINT) AS _adb_pid, CAST(NULL AS BIGINT) AS _adb_parent, "
-                            f"CAST({self.total} AS BIGINT) AS _adb_n")
         if self.nt:
             # (n,t): reference histograms of every partition with >= n rows, and each open
             # partition's Parent(P) (itself and its ancestors with >= n rows) [spec 5.2]
@@ -484,8 +480,9 @@ class _Planner:
                 "does not: " + ("; ".join(reasons) or "a model fails on the whole table"))
 
     # the rounds -----------------------------------------------------------------------------------
-    def run(self, progress=None, plan: str = "auto") -> tuple[str, int, str]:
-        """Partition the rows: (assignment (row id, partition id), rounds, partition tree)."""
+    def run(self, progress=None, plan: str = "auto") -> tuple[str, int, str | None]:
+        """Partition the rows: (assignment (row id, partition id), rounds, partition tree; None from
+        the recursive plan, which (n,t)-closeness, the tree's only reader, never takes)."""
         self.setup()
         if plan == "recursive" or (plan == "auto" and self.recursive_ok()):
             return self._run_recursive(progress)
@@ -511,7 +508,7 @@ class _Planner:
             return f"WITH RECURSIVE ... USING KEY needs DuckDB 1.3 or later (this is {duckdb.__version__})"
         return None
 
-    def _run_recursive(self, progress=None) -> tuple[str, int, str]:
+    def _run_recursive(self, progress=None) -> tuple[str, int, None]:
         """Every round in one recursive statement (``mondrian_recursive.sql.j2``); the partitions
         and their ids equal the level-wise plan's."""
         why = self._recursive_supported()
@@ -527,11 +524,15 @@ class _Planner:
                                               f"FROM {ident(self.assign)}")[1][0]
         if progress:
             progress({"round": int(rounds), "open": 0, "final": int(classes), "rows_open": 0})
-        return self.assign, int(rounds), self.tree
+        return self.assign, int(rounds), None  # no partition tree: only (n,t)-closeness reads it, never on this plan
 
     def _run_levelwise(self, progress=None) -> tuple[str, int, str]:
         """One round at a time: Python loops over rounds, each a few statements."""
         e, s = self.eng, self.s
+        self.assign = s.table("SELECT CAST(0 AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid LIMIT 0")
+        # the partition tree: every partition with its parent and size (the root has parent NULL)
+        self.tree = s.table(f"SELECT CAST(0 AS BIGINT) AS _adb_pid, CAST(NULL AS BIGINT) AS _adb_parent, "
+                            f"CAST({self.total} AS BIGINT) AS _adb_n")
         rnd, next_id, n_parts, n_rows = 0, 1, 1, self.total
         while n_parts:
             rnd += 1
