@@ -26,11 +26,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import re
 import resource
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -43,6 +45,7 @@ for _p in (ROOT, ROOT / "benchmarks"):  # anonydb from this checkout; the peers 
 import anonydb  # noqa: E402
 from anonydb.methods import anonymize  # noqa: E402
 from anonydb.methods.mondrian import PLANS  # noqa: E402
+from anonydb.sqlgen import ident  # noqa: E402
 
 ADULT_QIS = ["age", "workclass", "education", "marital-status", "race", "sex", "native-country", "occupation"]
 ADULT_SA = "salary-class"
@@ -241,10 +244,6 @@ def cmd_scale_one(args, argv) -> int:
                                        categorical="order", replace=True, progress=progress, plan=args.plan))
     extra = {"peak_spill_mb": spill.stop()} if spill else {}
     min_class = _min_class(e, r.table)
-    if args.shuffle_cost:  # the release's rows written again, in a random order (as released) and as they are
-        for key, order in (("rewrite_shuffled_s", " ORDER BY hash(rowid + 1), rowid"), ("rewrite_unordered_s", "")):
-            extra[key], _ = _timed(lambda: e.execute(f'CREATE TABLE "_bench_copy" AS SELECT * FROM {r.table}{order}'))
-            e.execute('DROP TABLE "_bench_copy"')
     if args.profile:  # where the time went: seconds per template (or statement head), from engine.log
         by: dict[str, list] = defaultdict(lambda: [0.0, 0])
         for x in e.log:
@@ -253,6 +252,10 @@ def cmd_scale_one(args, argv) -> int:
             entry[1] += 1
         for k, (sec, n) in sorted(by.items(), key=lambda kv: -kv[1][0])[:12]:
             print(f"  {sec:8.2f} s  {n:4d} x  {k}", file=sys.stderr)
+    if args.shuffle_cost:  # the release's rows written again, in a random order (as released) and as they are
+        for key, order in (("rewrite_shuffled_s", " ORDER BY hash(rowid + 1), rowid"), ("rewrite_unordered_s", "")):
+            extra[key], _ = _timed(lambda: e.execute(f'CREATE TABLE "_bench_copy" AS SELECT * FROM {ident(r.table)}{order}'))
+            e.execute('DROP TABLE "_bench_copy"')
     e.close()
     print(json.dumps({"rows": args.rows, "plan": args.plan, "gen_s": gen, "seconds": r.seconds, "wall_s": wall, "rounds": r.rounds,
                       "classes": r.classes, "min_class": min_class, "ncp": r.utility["ncp"], "dm": r.utility["dm"],
@@ -266,9 +269,6 @@ class _SpillWatch:
     reaches while a run goes on, polled every 0.2 s from a thread: ``stop()`` returns it in MB."""
 
     def __init__(self, e):
-        import os
-        import threading
-
         self.dir = Path(os.path.abspath(e.scalar("SELECT current_setting('temp_directory')")))
         self.peak, self.done = 0, threading.Event()
         self.thread = threading.Thread(target=self._poll, daemon=True)

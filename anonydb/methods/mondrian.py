@@ -524,7 +524,7 @@ class _Planner:
                                               f"FROM {ident(self.assign)}")[1][0]
         if progress:
             progress({"round": int(rounds), "open": 0, "final": int(classes), "rows_open": 0})
-        return self.assign, int(rounds), None  # no partition tree: only (n,t)-closeness reads it, never on this plan
+        return self.assign, int(rounds), None
 
     def _run_levelwise(self, progress=None) -> tuple[str, int, str]:
         """One round at a time: Python loops over rounds, each a few statements."""
