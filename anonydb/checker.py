@@ -34,6 +34,7 @@ class Report:
     smallest_group: int
     largest_group: int
     verdicts: list[Verdict] = field(default_factory=list)
+    public: str | None = None  # delta-presence: the public table the groups (its rows' classes) come from
 
     @property
     def holds(self) -> bool:
@@ -47,7 +48,8 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "source": self.source, "qi": self.qi, "sensitive": self.sensitive, "rows": self.rows,
+            "source": self.source, **({"public": self.public} if self.public is not None else {}),
+            "qi": self.qi, "sensitive": self.sensitive, "rows": self.rows,
             "groups": self.groups, "smallest_group": self.smallest_group, "largest_group": self.largest_group,
             "holds": self.holds, "verdicts": [v.to_dict() for v in self.verdicts],
         }
@@ -57,7 +59,8 @@ class Report:
 
     def format(self, max_groups: int = 5) -> str:
         lines = [
-            f"source: {self.source}  ({self.rows} rows)",
+            f"source: {self.source}  ({self.rows} rows)" if self.public is None else
+            f"source: {self.source} against the public table {self.public}  ({self.rows} public rows)",
             f"quasi-identifiers: {', '.join(self.qi)}" + (f"   sensitive: {self.sensitive}" if self.sensitive else ""),
             f"groups: {self.groups}  (smallest {self.smallest_group}, largest {self.largest_group})",
             "",
@@ -142,7 +145,8 @@ def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distan
 def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = None, *,
           models: list[Model] | None = None, engine: Engine | Any = None,
           hierarchies: dict[str, Any] | None = None, kinds: dict[str, str] | None = None,
-          max_groups: int = 20, distribution_of: str | None = None, **params: Any) -> Report:
+          max_groups: int = 20, distribution_of: str | None = None, name: str | None = None,
+          **params: Any) -> Report:
     """Check ``source`` (a table/view name or a CSV/Parquet path) against privacy models.
 
     Models come from ``models`` or from the parameters ``k``, ``l`` (+ ``l_variant``, ``c``),
@@ -152,6 +156,9 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
     violating groups listed per model (None: all). ``distribution_of`` names the table whose
     sensitive-value distribution is "the whole table's" (t-closeness, delta-disclosure): by
     default the checked table itself; a release with suppressed rows is judged against its source.
+    Every hierarchy must cover its column's values (and the sensitive one those of
+    ``distribution_of``). ``name``: ``source`` as the user knows it, for messages and the report
+    (a caller that opened the user's file as a scratch view passes the file).
     """
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -173,15 +180,21 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
 
     with eng.scratch("check") as s:
         relation = open_source(eng, source, scratch=s)
-        types = validate_roles(eng, relation, qi_cols, sensitive, kinds, label=str(source))
+        label = str(source) if name is None else str(name)
+        types = validate_roles(eng, relation, qi_cols, sensitive, kinds, label=label)
         for attr in hierarchies:
             if attr not in qi_cols and attr != sensitive:
                 raise InputError(f"a hierarchy is given for {attr!r}, which is neither a quasi-identifier "
-                                 f"nor the sensitive attribute")
+                                 f"nor the sensitive attribute (quasi-identifiers: {', '.join(qi_cols)}"
+                                 + (f"; sensitive: {sensitive})" if sensitive else ")"))
+        for attr, h in hierarchies.items():  # every given hierarchy covers its column, or the check stops
+            h.validate(eng, relation, attr, name=label)
+            if attr == sensitive and distribution_of is not None:
+                h.validate(eng, distribution_of, attr, name=str(distribution_of))
         sa = sensitive if any(m.needs_sensitive for m in models) else None
         rows = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")
         if not rows:
-            raise InputError(f"{source} is empty: there is nothing to check")
+            raise InputError(f"{label} is empty: there is nothing to check")
         if rows <= COLUMN_KEY_ROWS:
             coding, dict_table = None, None
         else:
@@ -211,7 +224,7 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
             coding=coding, keytype=_keytype(coding) if coding else "BIGINT",
         )
         verdicts = [_evaluate(m, ctx, limit, dict_table) for m in models]
-    return Report(source=str(source), qi=qi_cols, sensitive=sensitive, rows=int(total), groups=ngroups,
+    return Report(source=label, qi=qi_cols, sensitive=sensitive, rows=int(total), groups=ngroups,
                   smallest_group=smallest, largest_group=largest, verdicts=verdicts)
 
 

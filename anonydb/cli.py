@@ -1,6 +1,8 @@
-"""The ``anonydb`` command: ``check`` a table or file against privacy models, run the ``demo``.
+"""The ``anonydb`` command: check, anonymize, release, plan, report, audit, evaluate, tradeoff, demo.
 
-Exit codes: 0 every requested model holds, 1 one fails, 2 bad input (the message says what).
+Exit codes: 0 every requested model holds, 1 one fails, 2 any error. An error is one line on
+stderr naming the thing and the option to change (``--debug`` adds the traceback); SIGINT and
+SIGTERM stop the run after its clean-up (staging tables dropped, nothing half-written) with 2.
 """
 
 from __future__ import annotations
@@ -50,11 +52,41 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _export(engine, table: str, path: str) -> None:
-    """Write ``table`` (a table or view) to a .csv or .parquet file."""
-    from .sqlgen import ident, literal
+    """Write ``table`` (a table or view) to a .csv or .parquet file, atomically (checked by
+    :func:`_export_targets` before the run)."""
+    from pathlib import Path
 
-    fmt = "PARQUET" if str(path).lower().endswith(".parquet") else "CSV, HEADER"
-    engine.execute(f"COPY (SELECT * FROM {ident(table)}) TO {literal(str(path))} (FORMAT {fmt})")
+    from .publish import export
+
+    export(engine, [(table, Path(path))])
+
+
+def _inputs(args: argparse.Namespace) -> list[str]:
+    """The files a run reads (never a target, even with --replace)."""
+    out = [getattr(args, n, None) for n in ("source", "db", "public", "marginals", "private", "original")]
+    out += [h.split("=", 1)[1] for h in getattr(args, "hierarchy", []) or [] if "=" in h]
+    return [x for x in out if x]
+
+
+def _export_targets(args: argparse.Namespace) -> None:
+    """Refuse, before any work, an export path that exists (without --replace), is an input, or
+    cannot be written; say so when the release will not be kept (no --db, no --export)."""
+    from pathlib import Path
+
+    from .publish import guard_file
+
+    if not args.export:
+        if not args.db:
+            print("anonydb: note: no --db and no --export: the release is built and verified in memory, then "
+                  "discarded", file=sys.stderr)
+        return
+    if Path(args.export).suffix.lower() not in (".csv", ".parquet"):
+        raise InputError(f"--export must end in .csv or .parquet, got {args.export!r}")
+    path = Path(args.export)
+    pair = args.method in ("anatomy", "injector") and not _presence_args(args)
+    targets = [path.with_name(f"{path.stem}_{p}{path.suffix}") for p in ("qit", "st")] if pair else [path]
+    for t in targets:
+        guard_file(t, args.replace, _inputs(args))
 
 
 def _delta_arg(text: str):
@@ -96,10 +128,18 @@ def _int_if_whole(x: float | None):
     return int(x) if x is not None and float(x).is_integer() else x
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one line and exit 2 (not a usage block)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"anonydb: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="anonydb", description="SQL-native anonymization checks inside DuckDB")
+    ap = _Parser(prog="anonydb", description="SQL-native anonymization checks inside DuckDB")
     ap.add_argument("--version", action="version", version=f"anonydb {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap.add_argument("--debug", action="store_true", help="on an error, also print the traceback")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     c = sub.add_parser("check", help="check which privacy models a table or CSV/Parquet file meets")
     c.add_argument("source", help="a table or view in --db, or a CSV/Parquet file")
@@ -153,7 +193,11 @@ def _parser() -> argparse.ArgumentParser:
                    "(e.g. a Mondrian eq_class) instead of creating groups")
     a.add_argument("--db", help="DuckDB database file (default: in memory; use --export to keep the release)")
     a.add_argument("--export", metavar="PATH", help="also write the release to a .csv or .parquet file")
-    a.add_argument("--identifiers", help="columns to drop from the release, comma-separated")
+    a.add_argument("--identifiers", help="columns naming a person, comma-separated: dropped, and refused if one "
+                                         "repeats (several records per person)")
+    a.add_argument("--keep", metavar="COLS",
+                   help="columns to publish unchanged, comma-separated (every column that is not a QI, the "
+                        "sensitive attribute or kept is dropped); the models are verified over them too")
     a.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH",
                    help="ARX hierarchy CSV for a categorical QI (cut along it) or for the sensitive attribute")
     a.add_argument("--numeric", default=None, help="attributes that must hold numbers, comma-separated")
@@ -163,9 +207,13 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--plan", choices=PLANS, default="auto",
                    help="Mondrian: every round in one recursive statement, or one round at a time (portable; "
                         "progress per round); auto picks the first for small tables")
-    a.add_argument("--replace", action="store_true", help="replace --out if it exists")
+    a.add_argument("--replace", action="store_true",
+                   help="replace --out and the --export file if they exist (never the source); the old release stays "
+                        "until the new one is verified")
     a.add_argument("--view", action="store_true", help="make --out a view over the verified rows (kept in <out>__data)")
-    a.add_argument("--seed", type=int, default=0, help="seed of the release's row order (default 0)")
+    a.add_argument("--seed", type=int, default=None,
+                   help="a reproducible row order that anyone who knows the seed can recompute (default: a fresh "
+                        "secret order)")
     a.add_argument("--quiet", action="store_true", help="no progress display")
     a.add_argument("--json", action="store_true", help="print the result (utility, verification) as JSON")
     _add_model_args(a)
@@ -283,16 +331,75 @@ def _demo(args) -> int:
     return run_demo(rows=args.rows, seed=args.seed, k=args.k, l=_int_if_whole(args.l), t=args.t)
 
 
+class Interrupted(BaseException):
+    """SIGTERM, raised where the run is so that its clean-up runs (like KeyboardInterrupt for SIGINT)."""
+
+
+#: the signal that stopped the run, if one did (DuckDB turns the exception raised inside a query
+#: into its own "Query interrupted" error, so the handler also leaves its name here)
+_STOPPED_BY: list[str] = []
+
+
+def _on_signal(signum, frame):
+    import signal
+
+    name = signal.Signals(signum).name
+    _STOPPED_BY.append(name)
+    raise KeyboardInterrupt(name) if name == "SIGINT" else Interrupted(name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    import signal
+    import traceback
+
+    from .errors import cli_surface
+
     try:
-        handler = _COMMANDS.get(args.command)
-        if handler is not None:
-            return handler(args)
-    except (InputError, AnonyDBError, FileNotFoundError) as e:
-        print(f"anonydb: error: {e}", file=sys.stderr)
+        args = _parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version (0) and argparse's one-line errors (2)
+        return int(e.code or 0)
+    token = cli_surface()
+    previous: dict[int, Any] = {}
+    _STOPPED_BY.clear()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            previous[sig] = signal.signal(sig, _on_signal)
+        except ValueError:  # not the main thread: no handler (the caller owns the signals)
+            pass
+    try:
+        return _COMMANDS[args.command](args)
+    except (KeyboardInterrupt, Interrupted, Exception) as e:  # noqa: BLE001 -- every error is 2 and one line
+        if _STOPPED_BY or isinstance(e, (KeyboardInterrupt, Interrupted)):
+            what = _STOPPED_BY[0] if _STOPPED_BY else "SIGINT"
+            print(f"anonydb: error: interrupted by {what}; the run was rolled back and nothing was written",
+                  file=sys.stderr)
+            return 2
+        if args.debug:
+            traceback.print_exc()
+        print(f"anonydb: error: {_one_line(e)}", file=sys.stderr)
         return 2
-    return 2
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        from .errors import _SURFACE
+
+        _SURFACE.reset(token)
+
+
+def _one_line(e: BaseException) -> str:
+    """An exception as one line: anonydb's own message, or the kind of failure with a hint."""
+    from .errors import SQLError
+
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else type(e).__name__
+    if isinstance(e, SQLError):
+        return f"{first} (run with --debug for the statement)"
+    if isinstance(e, AnonyDBError):  # a list of problems (a spec's) joins into the one line
+        rest = [x.strip() for x in text.splitlines()[1:] if x.strip()]
+        return first + (" " + "; ".join(rest) if rest else "")
+    if isinstance(e, (OSError, MemoryError)):
+        return f"{type(e).__name__}: {first}"
+    return f"internal error ({type(e).__name__}: {first}); run with --debug for the traceback"
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -305,7 +412,7 @@ def _check(args: argparse.Namespace) -> int:
     hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
     kinds = {c: "numeric" for c in split_list(args.numeric, "--numeric")}
     presence = _presence_args(args)
-    engine = DuckDBEngine(args.db)
+    engine = DuckDBEngine(args.db, read_only=bool(args.db))
     if presence and args.confidence is not None:
         from .presence_confident import check_confident
 
@@ -352,8 +459,10 @@ def _anonymize(args: argparse.Namespace) -> int:
 
     hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
     kinds = {c: "numeric" for c in split_list(args.numeric, "--numeric")}
-    if args.export and Path(args.export).suffix.lower() not in (".csv", ".parquet"):
-        raise InputError(f"--export must end in .csv or .parquet, got {args.export!r}")
+    _export_targets(args)
+    if args.keep and args.method in ("slicing", "injector"):
+        raise InputError(f"--keep: --method {args.method} publishes only its quasi-identifiers and the sensitive "
+                         f"attribute")
 
     from .progress import Progress
 
@@ -385,7 +494,7 @@ def _anonymize(args: argparse.Namespace) -> int:
     try:
         result = anonymize(
             args.source, args.qi, args.sensitive, out=args.out, engine=engine, hierarchies=hierarchies, kinds=kinds,
-            identifiers=args.identifiers, relaxed=args.relaxed, categorical=args.categorical, replace=args.replace,
+            identifiers=args.identifiers, keep=args.keep, relaxed=args.relaxed, categorical=args.categorical, replace=args.replace,
             seed=args.seed, progress=progress, as_view=args.view, plan=args.plan, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
             t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, reference=args.reference,
             bt=[_bt_arg(x, args.qi) for x in args.bt] or None, bt_distance=args.bt_distance)
@@ -455,7 +564,7 @@ def _report(args: argparse.Namespace) -> int:
             models.update(l=_int_if_whole(args.l), l_variant=args.l_variant)
         if args.t is not None:
             models.update(distance=args.distance, reference=args.reference)
-        engine = DuckDBEngine(args.db)
+        engine = DuckDBEngine(args.db, read_only=bool(args.db))
         try:
             with engine.scratch("report") as s:
                 from .sources import open_source
@@ -486,6 +595,7 @@ def _fulldomain(args: argparse.Namespace, engine, hierarchies, progress=None) ->
     try:
         r = fulldomain(args.source, args.qi, args.sensitive, hierarchies=hierarchies, out=args.out, engine=engine,
                        max_suppression=args.max_suppression, metric=args.metric, identifiers=args.identifiers,
+                       keep=args.keep,
                        replace=args.replace, seed=args.seed, k=args.k, l=_int_if_whole(args.l),
                        l_variant=args.l_variant, c=args.c, t=args.t, distance=args.distance, alpha=args.alpha,
                        delta=args.delta, reference=args.reference, progress=progress)
@@ -537,6 +647,9 @@ def _presence(args: argparse.Namespace, hierarchies) -> int:
     from .engine import DuckDBEngine
     from .methods.presence import presence_anonymize
 
+    if args.keep or args.identifiers:
+        raise InputError("delta-presence releases only the generalized QIs: drop --keep and --identifiers (the "
+                         "private table's other columns are never published)")
     if args.confidence is not None:
         return _sfalm(args, hierarchies)
 
@@ -577,7 +690,7 @@ def _sfalm(args: argparse.Namespace, hierarchies) -> int:
             r = confident_presence(args.source, args.qi, delta=args.delta, c=args.confidence,
                                    marginals=_marginals(engine, s, args), hierarchies=hierarchies, out=args.out,
                                    engine=engine, metric="lm" if args.metric == "loss" else "dm",
-                                   replace=args.replace)
+                                   replace=args.replace, seed=args.seed)
         if args.export:
             _export(engine, args.out, args.export)
     finally:
@@ -857,16 +970,17 @@ def _anatomy(args: argparse.Namespace, engine) -> int:
 
     from .methods import anatomy
 
-    others = [f"--{n.replace('_', '-')}" for n in ("k", "t", "n", "alpha", "delta", "hierarchy", "identifiers")
+    others = [f"--{n.replace('_', '-')}" for n in ("k", "t", "n", "alpha", "delta", "hierarchy")
               if getattr(args, n)]
     if others:
-        raise InputError(f"--method anatomy takes --l (with --l-variant, --c) and --groups; not {', '.join(others)}")
+        raise InputError(f"--method anatomy takes --l (with --l-variant, --c), --groups, --keep and --identifiers; "
+                         f"not {', '.join(others)}")
     if args.l is None:
         raise InputError("--method anatomy needs --l")
     try:
         result = anatomy(args.source, args.qi, args.sensitive, l=_int_if_whole(args.l), out=args.out, engine=engine,
                          groups=args.groups, l_variant=args.l_variant, c=args.c, seed=args.seed,
-                         replace=args.replace, as_view=args.view)
+                         replace=args.replace, as_view=args.view, keep=args.keep, identifiers=args.identifiers)
         mem = None
         if args.membership:
             from .membership import anatomy_membership

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,17 @@ class Engine(abc.ABC):
     def __init__(self) -> None:
         self.templates = Templates(self.dialect)
         self.log: list[Logged] = []  # every statement run and its duration, for plans and reports
+        self._secrets: set[str] = set()  # texts never logged nor shown in an error (a release's order key)
+
+    def secret(self, text: str) -> str:
+        """Register ``text`` (a key inlined in SQL) so that the log and errors show ``<secret>`` instead."""
+        self._secrets.add(str(text))
+        return str(text)
+
+    def redact(self, sql: str) -> str:
+        for x in self._secrets:
+            sql = sql.replace(x, "<secret>")
+        return sql
 
     # -- to implement per backend ------------------------------------------------
     @abc.abstractmethod
@@ -57,9 +69,9 @@ class Engine(abc.ABC):
         try:
             self._execute(r.sql, params)
         except Exception as e:  # the engine's own error type differs per backend
-            raise SQLError(f"{type(e).__name__}: {e}", r.sql, r.template) from e
+            raise SQLError(self.redact(f"{type(e).__name__}: {e}"), self.redact(r.sql), r.template) from e
         finally:
-            self.log.append(Logged(r.sql, r.template, time.perf_counter() - t0))
+            self.log.append(Logged(self.redact(r.sql), r.template, time.perf_counter() - t0))
 
     def fetch(self, stmt: str | Rendered, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
         """Run a query and return its rows as dicts (small results only: reports, verdicts)."""
@@ -72,9 +84,9 @@ class Engine(abc.ABC):
         try:
             return self._fetch(r.sql, params)
         except Exception as e:
-            raise SQLError(f"{type(e).__name__}: {e}", r.sql, r.template) from e
+            raise SQLError(self.redact(f"{type(e).__name__}: {e}"), self.redact(r.sql), r.template) from e
         finally:
-            self.log.append(Logged(r.sql, r.template, time.perf_counter() - t0))
+            self.log.append(Logged(self.redact(r.sql), r.template, time.perf_counter() - t0))
 
     def scalar(self, stmt: str | Rendered, params: Sequence[Any] | None = None) -> Any:
         _, rows = self.fetch_rows(stmt, params)
@@ -180,8 +192,9 @@ class DuckDBEngine(Engine):
             raise InputError(f"expected a DuckDB connection, a database file path or None, got "
                              f"{type(database).__name__}")
         else:
-            self.con = duckdb.connect(str(database) if database is not None else ":memory:", read_only=read_only)
+            self.con = _open_duckdb(database, read_only)
             self.owned = True
+        self.database = None if database is None or self.owned is False else str(database)
 
     def _execute(self, sql, params=None):
         self.con.execute(sql, params) if params else self.con.execute(sql)
@@ -208,9 +221,44 @@ class DuckDBEngine(Engine):
             self.con.close()
 
 
-def connect(database: str | Path | duckdb.DuckDBPyConnection | Engine | None = None) -> Engine:
+#: the bytes at offset 8 of every DuckDB database file
+DUCKDB_MAGIC = b"DUCK"
+
+
+def _open_duckdb(database: str | Path | None, read_only: bool) -> "duckdb.DuckDBPyConnection":
+    """Open a DuckDB database file (or memory), refusing with one line what DuckDB would open wrongly
+    (a CSV opened as an empty database) or report as a traceback (a directory, a missing folder, a
+    read-only file, a lock held by another process)."""
+    if database is None or str(database) == ":memory:":
+        return duckdb.connect(":memory:")
+    path = Path(database)
+    where = f"--db {str(database)!r}"
+    if path.is_dir():
+        raise InputError(f"{where} is a directory, not a DuckDB database file")
+    if path.exists():
+        with open(path, "rb") as f:
+            head = f.read(12)
+        if path.stat().st_size and head[8:12] != DUCKDB_MAGIC:
+            raise InputError(f"{where} is not a DuckDB database (a data file is a source, not --db)")
+        if not read_only and not os.access(path, os.W_OK):
+            raise InputError(f"{where} is read-only: give a database this user can write, or a copy")
+    elif read_only:
+        raise InputError(f"{where}: no database at that path (this command only reads an existing one)")
+    elif not path.parent.is_dir():
+        raise InputError(f"{where}: the folder {str(path.parent)!r} does not exist")
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as e:
+        text = str(e)
+        if "lock" in text.lower():
+            raise InputError(f"database {str(database)!r} is in use by another process; wait for it to finish "
+                             f"(DuckDB allows one writer)") from None
+        raise InputError(f"cannot open {where}: {text.splitlines()[0]}") from None
+
+
+def connect(database: str | Path | duckdb.DuckDBPyConnection | Engine | None = None, *, read_only: bool = False) -> Engine:
     """An engine for ``database``: None for in-memory DuckDB, a file path, a DuckDB connection,
     or an engine (returned as is)."""
     if isinstance(database, Engine):
         return database
-    return DuckDBEngine(database)
+    return DuckDBEngine(database, read_only=read_only)

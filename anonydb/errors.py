@@ -27,3 +27,26 @@ class SQLError(AnonyDBError):
         self.template = template
         where = f" (from template {template})" if template else ""
         super().__init__(f"{message}{where}\n--- failing SQL ---\n{sql}")
+
+
+# The caller's spelling of an option: the CLI sets "cli" while it runs, so that a message says
+# --replace there and replace=True in Python.
+import contextvars as _cv
+
+_SURFACE: _cv.ContextVar[str] = _cv.ContextVar("anonydb_surface", default="python")
+_CLI_SPELLING = {"out": "--out", "replace": "--replace", "keep": "--keep", "identifiers": "--identifiers",
+                 "export": "--export", "seed": "--seed", "db": "--db", "html": "--html"}
+
+
+def option(name: str) -> str:
+    """How the user spells option ``name`` where they are: ``--name`` in the CLI, ``name=...`` in Python."""
+    if _SURFACE.get() == "cli" and "." not in name:
+        return _CLI_SPELLING.get(name, "--" + name.replace("_", "-"))
+    if "." in name:  # a spec key
+        return f"{name}:"
+    return {"replace": "replace=True"}.get(name, f"{name}=")
+
+
+def cli_surface() -> "_cv.Token[str]":
+    """Mark the current context as the command line (see :func:`option`)."""
+    return _SURFACE.set("cli")

@@ -168,6 +168,20 @@ def reidentification_risk(eng: Engine, table: str, keys: list[str], *, populatio
 
 
 # -- everything at once -----------------------------------------------------------------------------
+def _validate_hierarchies(eng: Engine, s: Any, parts: Parts, hs: Mapping[str, Hierarchy], qi_hs: list[str],
+                          sensitive: str, source: Any, name: str) -> None:
+    """Every given hierarchy must cover its column: the sensitive attribute's the release's values
+    (the similarity attack reads them), a QI's the source's (U_loss generalizes the source);
+    InputError naming the column, the hierarchy and the first uncovered values otherwise."""
+    if sensitive in hs:
+        hs[sensitive].validate(eng, parts.counts, "_adb_sa", name=parts.st if parts.kind == "qit_st" else name,
+                               label=sensitive)
+    if qi_hs:
+        src = open_source(eng, source, scratch=s)
+        for c in qi_hs:
+            hs[c].validate(eng, src, c, name=str(source))
+
+
 @dataclass
 class Evaluation:
     release: str
@@ -232,10 +246,20 @@ def evaluate(release: Any, qi: str | Iterable[str], sensitive: str, *, engine: E
     if not sensitive:
         raise InputError("evaluate needs the sensitive attribute")
     hs = dict(hierarchies or {})
+    for attr in hs:
+        if attr not in qi_cols and attr != sensitive:
+            raise InputError(f"a hierarchy is given for {attr!r}, which is neither a quasi-identifier "
+                             f"nor the sensitive attribute (quasi-identifiers: {', '.join(qi_cols)}; "
+                             f"sensitive: {sensitive})")
+    qi_hs = [c for c in qi_cols if c in hs]
+    if qi_hs and source is None:
+        raise InputError(f"the hierarchies of the quasi-identifiers ({', '.join(qi_hs)}) serve U_loss only, which "
+                         f"needs the original table: give source (--source), or drop them")
     name = getattr(release, "table", None) or str(release)
     notes: list[str] = []
     with eng.scratch("evaluate") as s:
         parts = release_parts(eng, s, release, qi_cols, sensitive, group)
+        _validate_hierarchies(eng, s, parts, hs, qi_hs, sensitive, source, name)
         groups = int(eng.scalar(f"SELECT count(DISTINCT _adb_g) FROM {ident(parts.counts)}"))
         homo = homogeneity(eng, parts)
         sim = None

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import InputError
-from .sqlgen import literal
+from .sqlgen import ident, literal
 
 #: Values listed in a coverage error before "... and N more".
 MAX_LISTED = 20
@@ -97,12 +97,19 @@ class Hierarchy(abc.ABC):
     def _level_sql(self, x: str, level: int, dialect: str) -> str:
         """The expression for 0 < level < H."""
 
-    def validate(self, engine: Any, relation: str, column: str) -> None:
+    def validate(self, engine: Any, relation: str, column: str, *, name: str | None = None,
+                 label: str | None = None, where: str | None = None) -> None:
         """Check that every distinct non-NULL value of ``relation.column`` is covered; otherwise
-        raise InputError listing the uncovered values (the first 20 and their count)."""
+        raise InputError listing the uncovered values (the first 20 and their count; the message says
+        so when it covers none of them). Messages name what the user knows, never a scratch table:
+        ``name`` is the relation as the user gave it (a file or table; default ``relation``),
+        ``label`` the column (default ``column``), ``where`` a phrase for data the user gave in
+        another form (e.g. "the population counts"), used instead of the quoted ``name``."""
+        shown_rel = where if where is not None else repr(relation if name is None else str(name))
+        shown_col = column if label is None else str(label)
         cols = [c for c, _ in engine.columns(relation)]
         if column not in cols:
-            raise InputError(f"column {column!r} not found in {relation!r} (columns: {', '.join(cols)})")
+            raise InputError(f"column {shown_col!r} not found in {shown_rel} (columns: {', '.join(cols)})")
         rows = engine.fetch_rows(engine.render("hierarchy_uncovered.sql.j2", relation=relation, column=column,
                                                **self._uncovered_context(engine.dialect), limit=MAX_LISTED))[1]
         if not rows:
@@ -110,8 +117,10 @@ class Hierarchy(abc.ABC):
         total = int(rows[0][1])
         shown = ", ".join(repr(r[0]) for r in rows)
         more = f" ... and {total - len(rows)} more" if total > len(rows) else ""
-        raise InputError(f"the hierarchy for column {column!r} of {relation!r} ({self.source}) does not cover "
-                         f"{total} value(s) {self._uncovered_what()}: {shown}{more}")
+        distinct = int(engine.scalar(f"SELECT count(DISTINCT {ident(column)}) FROM {ident(relation)}") or 0)
+        count = f"any of the column's {total} value(s)" if total >= distinct else f"{total} value(s)"
+        raise InputError(f"the hierarchy for column {shown_col!r} of {shown_rel} ({self.source}) does not cover "
+                         f"{count} {self._uncovered_what()}: {shown}{more}")
 
     @abc.abstractmethod
     def _uncovered_context(self, dialect: str) -> dict[str, Any]:

@@ -33,11 +33,14 @@ from .sqlgen import ident
 
 #: the flag column of the flagged public table (1 = the row is in the private table)
 FLAG = "in_private"
+#: the columns the mapped public table holds beside the QIs (sql/presence_map.sql.j2)
+MAPPED_COLUMNS = ("class_id", "covers", "public_row", "member", "_adb_nt", "_adb_np")
 
 
 def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta: Any, engine: Engine | Any = None,
                    hierarchies: dict[str, Hierarchy] | None = None, levels: dict[str, int] | None = None,
-                   max_groups: int = 20, classes_out: str | None = None) -> Report:
+                   max_groups: int = 20, classes_out: str | None = None, name: str | None = None,
+                   public_name: str | None = None) -> Report:
     """Check that ``release`` (T*, or the private table itself) is delta-present with respect to
     ``public`` (P); ``delta`` = (delta_min, delta_max). Returns the check's report: the model's
     verdict with the achieved (min, max) presence and the violating classes, plus ``uncovered``
@@ -45,18 +48,32 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
     (needed only when a column's labels name nodes of several hierarchy levels). ``classes_out``:
     also write the per-class table (class_id, labels, n_private, n_public, presence, inside).
     The report's ``public_outside`` counts the public individuals whose presence lies outside
-    the bounds, and ``public_outside_rows`` lists up to ``max_groups`` of them (all P's columns)."""
+    the bounds, and ``public_outside_rows`` lists up to ``max_groups`` of them (all P's columns).
+    The report speaks the caller's names: ``name`` / ``public_name`` (default ``release`` /
+    ``public``; a caller that stages the release under a scratch name passes the user's), the QIs,
+    and "class" for a class's number (0: the public rows no class covers)."""
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
     model = DeltaPresence(delta)
     hierarchies = dict(hierarchies or {})
+    rname = str(release) if name is None else str(name)
+    pname = str(public) if public_name is None else str(public_name)
     with eng.scratch("presence") as s:
         rel = open_source(eng, release, scratch=s)
         pub = open_source(eng, public, scratch=s)
-        rcols, _ = need_qis(eng, rel, pub, qi_cols, f"the release {release}", f"the public table {public}")
+        rcols, _ = need_qis(eng, rel, pub, qi_cols, f"the release {rname}", f"the public table {pname}")
         for attr in hierarchies:
             if attr not in qi_cols:
-                raise InputError(f"a hierarchy is given for {attr!r}, which is not a quasi-identifier")
+                raise InputError(f"a hierarchy is given for {attr!r}, which is not a quasi-identifier "
+                                 f"({', '.join(qi_cols)})")
+        clash = [c for c in qi_cols if c in MAPPED_COLUMNS]
+        if clash:  # the mapped public table (sql/presence_map.sql.j2) holds these beside the QIs
+            raise InputError(f"quasi-identifier {clash[0]!r} has a name the delta-presence check uses for its own "
+                             f"bookkeeping ({', '.join(MAPPED_COLUMNS)}); rename the column")
+        if not eng.scalar(f"SELECT count(*) FROM {ident(pub)}"):
+            raise InputError(f"the public table {pname} is empty: there is nothing to check")
+        for attr, h in hierarchies.items():  # the public values are mapped through it: it must cover them
+            h.validate(eng, pub, attr, name=pname)
         from .methods.mondrian import _row_ids
 
         pbase, prid = _row_ids(eng, s, pub)
@@ -69,14 +86,14 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
                 hq = None
                 if c in hierarchies:
                     hq = s.name()
-                    hierarchies[c].materialize(eng, hq, pbase, c)
+                    hierarchies[c].materialize(eng, hq, pbase, c, temp=True)
                 qis.append({"name": c, "mode": "label", "lo": None, "hi": None, "hier": hq,
                             "level": label_level(eng, rel, c, hq, (levels or {}).get(c))})
         mapped = s.table(eng.render("presence_map.sql.j2", release=rel, public=pbase,
                                     prid="rowid" if prid == "rowid" else ident(prid), qis=qis))
         over = eng.fetch_rows(f"SELECT count(*) FROM {ident(mapped)} WHERE covers > 1")[1][0][0]
         if over:
-            raise InputError(f"{over} public rows fall in more than one class of {release}: the release's classes "
+            raise InputError(f"{over} public rows fall in more than one class of {rname}: the release's classes "
                              f"overlap (delta-presence needs a non-overlapping generalization, Def 3)")
         bad = eng.fetch_rows(f"SELECT DISTINCT {', '.join(ident(c) for c in qi_cols)}, _adb_nt, _adb_np FROM "
                              f"{ident(mapped)} WHERE _adb_nt > _adb_np LIMIT 5")[1]
@@ -84,11 +101,12 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
             eng.scalar(f"SELECT coalesce(sum(member), 0) FROM {ident(mapped)}"))
         if bad or no_class > 0:
             shown = "; ".join(f"{dict(zip(qi_cols, r[:-2]))}: {r[-2]} private vs {r[-1]} public rows" for r in bad)
-            raise InputError(f"the private table is not within the public table {public}"
+            raise InputError(f"the release {rname} is not within the public table {pname}"
                              + (f": classes with more private than public rows: {shown}" if bad else
                                 f": {no_class} private rows match no public row"))
         uncovered = int(eng.scalar(f"SELECT count(*) FROM {ident(mapped)} WHERE class_id = 0"))
-        report = check(mapped, ["class_id"] + qi_cols, "member", models=[model], engine=eng, max_groups=max_groups)
+        report = check(mapped, ["class_id"] + qi_cols, "member", models=[model], engine=eng, max_groups=max_groups,
+                       name=rname)
         labels = ", ".join(f"any_value({ident(c)}) AS {ident(c)}" for c in qi_cols)
         a, b, c, d = model.dmin.numerator, model.dmin.denominator, model.dmax.numerator, model.dmax.denominator
         per_class = (f"SELECT class_id, {labels}, CAST(sum(member) AS BIGINT) AS n_private, count(*) AS n_public, "
@@ -106,15 +124,32 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
         pcols = [x for x, _ in eng.columns(pbase) if x != "_adb_rid"]
         rows = eng.fetch_rows(f"SELECT {', '.join('p.' + ident(x) for x in pcols)}, k.presence {outside} "
                               f"ORDER BY m.public_row LIMIT {int(max_groups or 0)}")[1] if max_groups else []
+    _user_names(report, rname, pname, qi_cols)
     v = report.verdicts[0]
     if uncovered:
         v.note = (v.note + "; " if v.note else "") + (
-            f"{uncovered} public rows are covered by no released class (presence 0, class_id 0)")
+            f"{uncovered} public rows are covered by no released class (presence 0, class 0)")
     if n_out:
         v.note = (v.note + "; " if v.note else "") + f"{n_out} public individuals have a presence outside the bounds"
     report.public_outside = n_out  # type: ignore[attr-defined]
     report.public_outside_rows = [dict(zip(pcols + ["presence"], r)) for r in rows]  # type: ignore[attr-defined]
     return report
+
+
+#: how a class's membership counts read in a report (the "sensitive" flag of the mapped public rows)
+MEMBER_LABELS = {1: "in the private table", 0: "not in the private table"}
+
+
+def _user_names(report: Report, release: str, public: str, qi: list[str]) -> None:
+    """Put the user's names on a report of the mapped public table: the release and the public table
+    they gave, their QIs, "class" for the class number, and the membership flag's counts spelled out
+    (no scratch table, ``class_id`` or ``member`` column)."""
+    report.source, report.public, report.qi, report.sensitive = release, public, list(qi), None
+    for v in report.verdicts:
+        for g in v.violations:
+            g.key = {("class" if k == "class_id" else k): x for k, x in g.key.items()}
+            if g.distribution is not None:
+                g.distribution = {MEMBER_LABELS.get(k, k): n for k, n in g.distribution.items()}
 
 
 def label_level(eng: Engine, release: str, column: str, hier: str | None, given: int | None = None) -> int | None:

@@ -71,16 +71,17 @@ def parse_c(c: Any) -> Fraction:
     return f
 
 
-def population_marginals(engine: Engine | Any, public: str, qi: str | Iterable[str], prefix: str = "marg"
-                         ) -> dict[str, str]:
-    """Tables ``<prefix>_<qi>`` (value VARCHAR, count BIGINT) of a public table's per-QI counts."""
+def population_marginals(engine: Engine | Any, public: str, qi: str | Iterable[str], prefix: str = "marg", *,
+                         temp: bool = True) -> dict[str, str]:
+    """Tables ``<prefix>_<qi>`` (value VARCHAR, count BIGINT) of a public table's per-QI counts;
+    temporary by default (a check never writes into the user's database, which may be read-only)."""
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
     out = {}
     for q in qi_cols:
         name = f"{prefix}_{q}"
         eng.create_table_as(name, f"SELECT CAST({ident(q)} AS VARCHAR) AS value, count(*) AS {ident('count')} "
-                                  f"FROM {ident(public)} GROUP BY 1", replace=True)
+                                  f"FROM {ident(public)} GROUP BY 1", replace=True, temp=temp)
         out[q] = name
     return out
 
@@ -141,7 +142,15 @@ def check_confident(release: str, private_rows: int | None = None, *, qi: str | 
         for q in qi_cols:
             if q not in rcols:
                 raise InputError(f"column {q!r} not found in the release {release}; its columns are: {', '.join(rcols)}")
+        for attr in hierarchies:
+            if attr not in qi_cols:
+                raise InputError(f"a hierarchy is given for {attr!r}, which is not a quasi-identifier "
+                                 f"({', '.join(qi_cols)})")
         dm, U = d_marginals(eng, s, priv, qi_cols, marginals)
+        for q, h in hierarchies.items():  # the population's values (T's among them) are mapped through it
+            if f"{q}_lo" in rcols and f"{q}_hi" in rcols:
+                continue  # a range QI is matched by its bounds, not through the hierarchy
+            h.validate(eng, dm[q], "value", label=q, where="the population counts")
         qis = []
         for q in qi_cols:
             lo, hi = f"{q}_lo", f"{q}_hi"
@@ -152,7 +161,7 @@ def check_confident(release: str, private_rows: int | None = None, *, qi: str | 
                 hq = None
                 if q in hierarchies:
                     hq = s.name()
-                    hierarchies[q].materialize(eng, hq, dm[q], "value")
+                    hierarchies[q].materialize(eng, hq, dm[q], "value", temp=True)
                 qis.append({"name": q, "mode": "label", "lo": None, "hi": None, "hier": hq, "marg": dm[q],
                             "level": label_level(eng, rel, q, hq, (levels or {}).get(q))})
         rows = eng.fetch_rows(eng.render("confidence_map.sql.j2", release=rel, qis=qis))[1]

@@ -15,9 +15,7 @@ renamed into place only after every file of the release is complete.
 
 from __future__ import annotations
 
-import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -26,6 +24,7 @@ from .engine import DuckDBEngine, Engine, connect
 from .errors import InputError
 from .schema import split_list
 from .spec import Spec, SpecError, load_spec
+from .publish import export, guard_file, stage_name
 from .sqlgen import ident, literal
 
 METHODS = ("mondrian", "fulldomain", "anatomy", "slicing", "injector")
@@ -55,6 +54,9 @@ class Release:
     files: list[str] = field(default_factory=list)
     spec: Spec | None = None
     hierarchies: dict[str, Any] = field(default_factory=dict)
+    dropped: list[str] = field(default_factory=list)  # source columns not published (no role, identifiers)
+    kept: list[str] = field(default_factory=list)  # published unchanged at the user's request
+    order: str = ""  # how the rows are ordered: a secret, or recomputable from the seed
 
     @property
     def holds(self) -> bool:
@@ -95,7 +97,8 @@ class Release:
 
 def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, method: str = "mondrian",
               out: str, engine: Engine | Any = None, hierarchies: dict[str, Any] | None = None,
-              kinds: dict[str, str] | None = None, identifiers: str | Iterable[str] | None = None, seed: int = 0,
+              kinds: dict[str, str] | None = None, identifiers: str | Iterable[str] | None = None,
+              keep: str | Iterable[str] | None = None, seed: int | None = None,
               replace: bool = False, as_view: bool = False,
               progress: Callable[[dict[str, Any]], None] | None = None, **params: Any) -> Release:
     """Anonymize ``source`` with ``method`` into ``out``; return the verified :class:`Release`.
@@ -104,7 +107,13 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     ``distance``/``reference``, ``n``, ``alpha``, ``delta``) and the method's own options
     (mondrian: ``relaxed``, ``categorical``, ``plan``; fulldomain: ``max_suppression``, ``metric``;
     anatomy: ``groups``; slicing: ``columns``, ``sensitive_column_size`` (alpha), ``column_k``,
-    ``tries``, ``bins``, ``membership``)."""
+    ``tries``, ``bins``, ``membership``).
+
+    Fail closed (:mod:`anonydb.publish`): the release publishes the QIs, the sensitive attribute
+    and the ``keep`` columns; ``identifiers`` and every other column are dropped (``.dropped``);
+    the models are verified over every published column before anything is written. ``seed``
+    None orders the rows by a fresh secret; an integer gives an order anyone with the seed can
+    recompute (``.order`` says which)."""
     from . import methods as m
 
     if method not in METHODS:
@@ -130,30 +139,31 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         extra = [k for k in models if k != "l" and not (k == "l_variant" and models[k] == "distinct")]
         if extra or "l" not in models:
             raise InputError(f"injector releases matching l-diverse groups: give l (not {', '.join(extra) or 'nothing'})")
-        if identifiers:
-            raise InputError("injector releases only the QIs and the sensitive attribute; drop identifiers first")
+        _only_attributes(eng, source, method, qi_cols, sensitive, identifiers, keep)
     if method in ("anatomy", "slicing"):
         extra = [k for k in models if k not in ("l", "l_variant", "c")]
         if extra or "l" not in models:
             raise InputError(f"{method} releases l-diverse groups: give l (not {', '.join(extra) or 'nothing'})")
         if method == "slicing" and (models.get("l_variant", "distinct") != "distinct" or "c" in models):
             raise InputError("slicing's l-diversity is p(t,s) <= 1/l: no l_variant or c")
-        if identifiers:
-            raise InputError(f"{method} releases only the QIs and the sensitive attribute; drop identifiers first")
+        if method == "slicing":
+            _only_attributes(eng, source, method, qi_cols, sensitive, identifiers, keep)
     if method == "mondrian":
         r = m.anonymize(source, qi_cols, sensitive, out=out, engine=eng, hierarchies=hierarchies, kinds=kinds,
-                        identifiers=identifiers, seed=seed, replace=replace, as_view=as_view, progress=progress,
-                        **opts, **models)
+                        identifiers=identifiers, keep=keep, seed=seed, replace=replace, as_view=as_view,
+                        progress=progress, **opts, **models)
         tables, main, rows, report = {"release": out}, out, r.rows, r.report
     elif method == "fulldomain":
         r = m.fulldomain(source, qi_cols, sensitive, hierarchies=hierarchies or {}, out=out, engine=eng,
-                         identifiers=identifiers, replace=replace, seed=seed, progress=progress, **opts, **models)
+                         identifiers=identifiers, keep=keep, replace=replace, seed=seed, progress=progress, **opts,
+                         **models)
         tables, main, rows, report = {"release": out}, out, r.rows, r.report
     elif method == "anatomy":
         if hierarchies:
             raise InputError("anatomy releases the QIs unchanged: it takes no hierarchies")
         r = m.anatomy(source, qi_cols, sensitive, out=out, engine=eng, seed=seed, replace=replace, as_view=as_view,
-                      l=models["l"], l_variant=models.get("l_variant", "distinct"), c=models.get("c"), **opts)
+                      l=models["l"], l_variant=models.get("l_variant", "distinct"), c=models.get("c"),
+                      identifiers=identifiers, keep=keep, **opts)
         tables, main, rows, report = {"qit": r.qit, "st": r.st}, r.qit, r.rows, r.report
     elif method == "injector":
         r = m.injector(source, qi_cols, sensitive, l=models["l"], out=out, engine=eng, hierarchies=hierarchies,
@@ -169,7 +179,24 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         main, rows, report = r.view, r.rows, r.verdict
     return Release(method=method, table=main, tables=tables, qi=qi_cols, sensitive=sensitive, rows=int(rows),
                    seconds=time.perf_counter() - t0, report=report, result=r, engine=eng,
-                   sql=[x.sql for x in eng.log[start:]], hierarchies=dict(hierarchies or {}))
+                   sql=[x.sql for x in eng.log[start:]], hierarchies=dict(hierarchies or {}),
+                   dropped=list(getattr(r, "dropped", [])), kept=list(getattr(r, "kept", [])),
+                   order=getattr(r, "order", ""))
+
+
+def _only_attributes(eng: Engine, source: str, method: str, qi: list[str], sensitive: str | None,
+                     identifiers: Any, keep: Any) -> None:
+    """Slicing and Injector publish their attributes only: no kept column; identifiers are checked
+    (present, not repeating) and dropped like every other column."""
+    from .publish import resolve_columns
+    from .sources import open_source
+
+    if keep:
+        raise InputError(f"{method} publishes only its quasi-identifiers and the sensitive attribute; a column to "
+                         f"publish must be one of them, not kept unchanged")
+    if identifiers:
+        with eng.scratch("roles") as s:
+            resolve_columns(eng, open_source(eng, source, scratch=s), qi, sensitive, identifiers, None, str(source))
 
 
 # --- specs ---------------------------------------------------------------------------------------
@@ -186,14 +213,25 @@ def run_spec(spec: Spec | str | Path, *, db: str | None = None, engine: Engine |
     start = len(eng.log)
     t0 = time.perf_counter()
     files_out = sp.format in ("parquet", "csv")
-    out = sp.table if not files_out else f"anonydb_stage_{uuid.uuid4().hex[:10]}"
+    out = sp.table if not files_out else stage_name("export")
+    if files_out and write_files:
+        inputs = [sp.source, sp.path, sp.database, db] + [getattr(h, "source", None) for h in sp.hierarchies.values()]
+        for _, path in _parts_of(sp.method, sp):
+            guard_file(path, sp.replace, [x for x in inputs if x], flag="output.path", need_folder=False)
+    if not files_out and sp.source == sp.table:
+        raise InputError(f"{sp.where('output', 'table')}: the release {sp.table!r} would replace its own source")
     try:
         with eng.scratch("spec") as s:
             src = _spec_source(eng, s, sp)
+            keep = [a.name for a in sp.attributes if a.role == "insensitive"]
             rel = anonymize(src, sp.qi, sp.sensitive, method=sp.method, out=out, engine=eng,
                             hierarchies=sp.hierarchies or None, kinds=sp.kinds or None, seed=sp.seed,
                             replace=sp.replace or files_out, as_view=sp.view, progress=progress,
-                            **sp.method_params, **sp.model_params())
+                            keep=keep or None, **sp.method_params, **sp.model_params())
+            dropped = set(rel.dropped) | set(_spec_dropped(eng, sp))
+            rel.dropped = [c for c in getattr(sp, "_source_columns", []) if c in dropped]
+            if hasattr(rel.result, "dropped"):  # the result's text lists them too
+                rel.result.dropped = rel.dropped
             if files_out:
                 rel.files = _write_files(eng, rel, sp) if write_files else []
         rel.spec = sp
@@ -219,43 +257,48 @@ def _spec_source(eng: Engine, s: Any, sp: Spec) -> str:
     a column the source lacks is named with its place in the spec."""
     from .sources import open_source
 
+    from .publish import check_identifiers
+
     rel = open_source(eng, sp.source, scratch=s)
     have = [c for c, _ in eng.columns(rel)]
     missing = [(sp.where("attributes", a.name), f"column {a.name!r} not found in {sp.source}; its columns are: "
                 f"{', '.join(have)}") for a in sp.attributes if a.name not in have]
     if missing:
         raise SpecError(sp.path, missing)
+    check_identifiers(eng, rel, [a.name for a in sp.attributes if a.role == "identifier"])
+    sp._source_columns = have  # type: ignore[attr-defined]
     keep = [a.name for a in sp.attributes if a.role != "identifier"]
     return s.table(f"SELECT {', '.join(ident(c) for c in keep)} FROM {ident(rel)}")
 
 
-def _parts(rel: Release, sp: Spec) -> list[tuple[str, Path]]:
+def _spec_dropped(eng: Engine, sp: Spec) -> list[str]:
+    """The source's columns a spec does not publish: identifiers and columns it does not list."""
+    published = {a.name for a in sp.attributes if a.role != "identifier"}
+    return [c for c in getattr(sp, "_source_columns", []) if c not in published]
+
+
+def _parts_of(method: str, sp: Spec, columns: int = 0) -> list[tuple[str, Path]]:
+    """(part, file) of a file release: the table, the QIT/ST pair, or the sliced table and its
+    ``columns`` column tables."""
     path = Path(sp.output_path or f"{sp.table}.{sp.format}")
-    if rel.method in QIT_ST:
-        return [(rel.tables[p], path.with_name(f"{path.stem}_{p}{path.suffix}")) for p in ("qit", "st")]
-    if rel.method == "slicing":  # the sliced table, and its column tables (what a check needs)
-        cols = sorted((k for k in rel.tables if k != "view"), key=lambda k: int(k[1:]))
-        return [(rel.table, path)] + [(rel.tables[c], path.with_name(f"{path.stem}_{c}{path.suffix}")) for c in cols]
-    return [(rel.table, path)]
+    if method in QIT_ST:
+        return [(p, path.with_name(f"{path.stem}_{p}{path.suffix}")) for p in ("qit", "st")]
+    return [("release", path)] + [(f"c{i}", path.with_name(f"{path.stem}_c{i}{path.suffix}"))
+                                  for i in range(1, columns + 1)]
+
+
+def _parts(rel: Release, sp: Spec) -> list[tuple[str, Path]]:
+    cols = sum(1 for k in rel.tables if k.startswith("c") and k[1:].isdigit()) if rel.method == "slicing" else 0
+    return [(rel.table if part == "release" else rel.tables[part], path)
+            for part, path in _parts_of(rel.method, sp, cols)]
 
 
 def _write_files(eng: Engine, rel: Release, sp: Spec) -> list[str]:
     """COPY every part to a temporary file beside its target, then rename all into place."""
-    fmt = "PARQUET" if sp.format == "parquet" else "CSV, HEADER"
-    done: list[tuple[Path, Path]] = []
-    try:
-        for table, path in _parts(rel, sp):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-            eng.execute(f"COPY (SELECT * FROM {ident(table)}) TO {literal(str(tmp))} (FORMAT {fmt})")
-            done.append((tmp, path))
-        for tmp, path in done:
-            os.replace(tmp, path)
-    finally:
-        for tmp, _ in done:
-            if tmp.exists():
-                tmp.unlink()
-    return [str(p) for _, p in done]
+    parts = _parts(rel, sp)
+    for _, path in parts:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return export(eng, parts)
 
 
 def _drop_release(eng: Engine, out: str) -> None:

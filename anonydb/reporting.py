@@ -113,6 +113,9 @@ def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
         classes = class_sizes(eng, rel.table, keys)
         classes["unit"] = "equivalence class"
     risk_table = rel.tables["qit"] if method in ("anatomy", "injector") else (rel.tables["c1"] if method == "slicing" else rel.table)
+    if method != "slicing":  # over every published column but the sensitive one (and the QIT's group id)
+        keys = [c for c, _ in eng.columns(risk_table) if c not in (rel.sensitive, "group_id")]
+        unit = f"records sharing every published value but the sensitive one ({', '.join(keys)})"
     risk = prosecutor_risk(eng, risk_table, keys, threshold)
     risk["unit"] = unit
     if method == "mondrian":
@@ -149,6 +152,7 @@ def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
         "holds": rel.holds, "verdicts": verdicts, "classes": classes, "risk": risk, "loss": loss,
         "utility": utility, "statements": len(rel.sql), "spec": rel.spec.raw if rel.spec else None,
         "spec_path": rel.spec.path if rel.spec else None,
+        "publication": {"dropped": list(rel.dropped), "kept": list(rel.kept), "order": rel.order},
     })
 
 
@@ -170,8 +174,10 @@ def table_report(eng: Engine, table: str, qi: str | Iterable[str], sensitive: st
     keys = [class_column] if class_column else qi_cols
     classes = class_sizes(eng, table, keys)
     classes["unit"] = class_column or "records sharing the QI values"
-    risk = prosecutor_risk(eng, table, keys, threshold)
-    risk["unit"] = classes["unit"]
+    # risk over every column of the table but the sensitive one: what an adversary can link on
+    published = [c for c, _ in eng.columns(table) if c != sensitive]
+    risk = prosecutor_risk(eng, table, published, threshold)
+    risk["unit"] = f"records sharing every value but the sensitive one ({', '.join(published)})"
     loss = ({"measure": "share of released values that are not original values (generalized or suppressed)",
              "by_qi": generalized_share(eng, table, original, qi_cols)} if original else
             {"measure": "needs the original table (--original)", "by_qi": {}})
@@ -188,20 +194,64 @@ def _now() -> str:
 
 # --- output ------------------------------------------------------------------------------------
 
-def write_report(report: dict[str, Any], *, html: str | None = None, json_path: str | None = None) -> list[str]:
-    """Write the report as HTML and/or JSON (each to a temporary file renamed into place)."""
+def write_report(report: dict[str, Any], *, html: str | None = None, json_path: str | None = None,
+                 html_option: str = "--html", json_option: str = "json_path") -> list[str]:
+    """Write the report as HTML and/or JSON, each atomically: to a temporary file beside the target,
+    then renamed over it (an existing report is replaced; a failure leaves it as it was). Every
+    target is checked before anything is written: InputError naming the path and the option it came
+    from (``html_option`` / ``json_option``, e.g. ``--html`` or a spec's ``report.html``) when it is a
+    directory, its folder does not exist, or it cannot be written."""
+    targets = [(Path(path), opt, kind) for path, opt, kind in ((html, html_option, "html"),
+                                                                (json_path, json_option, "json"))
+               if path is not None]
+    for p, opt, kind in targets:
+        _check_report_target(p, opt, kind)
     written = []
-    for path, text in ((html, render_html(report) if html else None),
-                       (json_path, json.dumps(report, indent=2) if json_path else None)):
-        if path is None:
-            continue
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, p)
+    for p, opt, kind in targets:
+        text = render_html(report) if kind == "html" else json.dumps(report, indent=2)
+        _write_atomic(p, text, opt)
         written.append(str(p))
     return written
+
+
+def _check_report_target(p: Path, option: str, kind: str) -> None:
+    """InputError, naming ``option`` and the path, unless ``p`` can be a report file."""
+    if p.name in ("", ".", ".."):
+        raise InputError(f"{option} {str(p)!r}: give a file name for the report")
+    if p.is_dir():
+        raise InputError(f"{option} {str(p)!r} is a directory: give the report's file name "
+                         f"(e.g. {str(p / f'report.{kind}')!r})")
+    parent = p.parent
+    if not parent.exists():
+        raise InputError(f"{option} {str(p)!r}: the folder {str(parent)!r} does not exist")
+    if not parent.is_dir():
+        raise InputError(f"{option} {str(p)!r}: {str(parent)!r} is not a folder")
+    if p.exists() and not p.is_file():
+        raise InputError(f"{option} {str(p)!r} exists and is not a regular file")
+
+
+def _write_atomic(p: Path, text: str, option: str) -> None:
+    """Write ``text`` to a new temporary file in ``p``'s folder, then rename it over ``p``: readers see
+    the old report or the new one, never a part; on failure the old one stays and the temporary file
+    goes. The file keeps an existing report's permissions (a new one gets the umask's)."""
+    import uuid
+
+    tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as e:
+        raise InputError(f"{option} {str(p)!r}: cannot write in {str(p.parent)!r}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        if p.exists():
+            os.chmod(tmp, p.stat().st_mode & 0o7777)
+        os.replace(tmp, p)
+    except OSError as e:
+        raise InputError(f"{option} {str(p)!r}: cannot write the report: {e.strerror or e}") from None
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
 
 
 CSS = """
@@ -257,6 +307,11 @@ def render_html(rep: dict[str, Any]) -> str:
              ("generated", _e(rep["generated"]))]
     if rep.get("seconds") is not None:
         facts.append(("run time", _e(f"{rep['seconds']:.3f} s, {rep['statements']} SQL statements")))
+    pub = rep.get("publication")
+    if pub:
+        facts.append(("not published (no role)", _e(", ".join(pub["dropped"]) or "-")))
+        facts.append(("kept unchanged", _e(", ".join(pub["kept"]) or "-")))
+        facts.append(("row order", _e(pub["order"] or "-")))
     out.append("<table id=\"summary\">" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts) + "</table>")
 
     out.append("<h2>Privacy models</h2><table id=\"verdicts\"><tr><th>model</th><th>holds</th><th>achieved</th>"

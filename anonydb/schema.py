@@ -90,12 +90,25 @@ def validate_roles(engine: Engine, relation: str, qi: list[str], sensitive: str 
         if c not in cols:
             raise InputError(f"column {c!r} (given a kind) not found in {label}")
         if kind == "numeric" and not is_numeric_type(cols[c]):
-            bad = engine.fetch_rows(
-                f"SELECT DISTINCT {ident(c)} FROM {ident(relation)} "
-                f"WHERE {ident(c)} IS NOT NULL AND TRY_CAST({ident(c)} AS DOUBLE) IS NULL ORDER BY 1 LIMIT 21"
-            )[1]
-            if bad:
-                shown = ", ".join(repr(r[0]) for r in bad[:20])
-                more = " ..." if len(bad) > 20 else ""
-                raise InputError(f"numeric attribute {c!r} holds non-numeric values: {shown}{more}")
+            fails, says = "TRY_CAST(_adb_v AS DOUBLE) IS NULL", "non-numeric values"
+        elif kind == "date" and not cols[c].upper().startswith(DATE_TYPES):
+            fails, says = "TRY_CAST(_adb_v AS TIMESTAMP) IS NULL", "values that are not dates"
+        else:
+            continue
+        # the first offending rows with their 1-based positions in insertion order (a table's rowid,
+        # which a column named rowid would shadow; row_number() OVER () for a view) and their count
+        is_table = "rowid" not in {k.lower() for k in cols} and engine.scalar(
+            "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [relation])
+        pos = "rowid + 1" if is_table else "row_number() OVER ()"
+        bad = engine.fetch_rows(
+            f"SELECT _adb_v, _adb_row, count(*) OVER () FROM (SELECT {ident(c)} AS _adb_v, {pos} AS _adb_row "
+            f"FROM {ident(relation)}) AS t WHERE _adb_v IS NOT NULL AND {fails} ORDER BY _adb_row LIMIT 10"
+        )[1]
+        if bad:
+            shown = ", ".join(f"{repr(v if len(v) <= 40 else v[:37] + '...') if isinstance(v, str) else v} (row {r})"
+                              for v, r, _ in bad)
+            n = bad[0][2]
+            more = " ..." if n > len(bad) else ""
+            raise InputError(f"{kind} attribute {c!r} holds {says}: {shown}{more} "
+                             f"({n} row{'s' if n != 1 else ''} in all)")
     return {c: cols[c] for c in qi + ([sensitive] if sensitive else [])}

@@ -1,13 +1,20 @@
 """Where the data comes from: a table or view already in the database, or a CSV/Parquet file
-opened as a temporary view (the file and any source table are only ever read)."""
+opened as a temporary view (the file and any source table are only ever read).
+
+A CSV's column types come from the whole file (``sample_size = -1``): a value that does not fit a
+column's type makes it text wherever it sits, instead of only when DuckDB's sample reaches it.
+Any failure to read a file is one :class:`InputError` line naming the file, what is wrong and
+(when DuckDB says) the line, never DuckDB's multi-line parser dump.
+"""
 
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 from .engine import Engine
-from .errors import InputError
+from .errors import InputError, SQLError
 from .sqlgen import literal, temp_name
 
 CSV_SUFFIXES = {".csv", ".tsv", ".txt", ".dat"}
@@ -16,8 +23,11 @@ PARQUET_SUFFIXES = {".parquet", ".pq"}
 
 def sniff_delimiter(path: Path) -> str:
     """The CSV delimiter among , ; tab | (the one csv.Sniffer finds on the first 64 KiB)."""
-    with open(path, newline="", encoding="utf-8", errors="replace") as f:
-        sample = f.read(65536)
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+            sample = f.read(65536)
+    except OSError as e:
+        raise InputError(f"cannot read file {str(path)!r}: {e.strerror or e}") from e
     if not sample.strip():
         raise InputError(f"file {str(path)!r} is empty")
     try:
@@ -30,7 +40,10 @@ def sniff_delimiter(path: Path) -> str:
 
 def open_source(engine: Engine, source: str | Path, scratch=None) -> str:
     """The name of a relation holding ``source``: the table itself, or the file read once into a
-    temporary table (dropped with ``scratch``; a view would re-read the file on every scan)."""
+    temporary table (dropped with ``scratch``; a view would re-read the file on every scan).
+
+    A CSV is typed from all its rows (``sample_size = -1``), so a column's type does not depend
+    on where in the file a value sits. A file that cannot be read raises a one-line InputError."""
     name = str(source)
     if not isinstance(source, Path) and engine.exists(name):
         return name
@@ -40,13 +53,113 @@ def open_source(engine: Engine, source: str | Path, scratch=None) -> str:
     if path.is_dir():
         raise InputError(f"{name!r} is a directory, not a table or a data file")
     suffix = path.suffix.lower()
+    delim = None
     if suffix in PARQUET_SUFFIXES:
         select = f"SELECT * FROM read_parquet({literal(str(path))})"
     else:
         delim = sniff_delimiter(path)
-        select = f"SELECT * FROM read_csv({literal(str(path))}, delim = {literal(delim)}, header = true)"
-    if scratch is not None:
-        return scratch.table(select)
-    name = temp_name("source")
-    engine.create_table_as(name, select, temp=True)
-    return name
+        select = (f"SELECT * FROM read_csv({literal(str(path))}, delim = {literal(delim)}, header = true, "
+                  f"sample_size = -1)")
+    try:
+        if scratch is not None:
+            return scratch.table(select)
+        name = temp_name("source")
+        engine.create_table_as(name, select, temp=True)
+        return name
+    except SQLError as e:
+        raise InputError(_read_error(engine, path, delim, e)) from e
+
+
+# --- one line out of DuckDB's read errors ------------------------------------------------------
+_LINE = re.compile(r"CSV Error on Line: (\d+)")
+_ORIGINAL = re.compile(r"^Original Line: (.*)$", re.M)
+_PREFIX = re.compile(r"^(?:[A-Z][A-Za-z]*\s)*Error:\s*")
+_SNIFF = "not possible to automatically detect the CSV parsing dialect"
+_REASONS = [  # (DuckDB's line, ours); the first that matches is the reason
+    (re.compile(r"^Expected Number of Columns: (\d+) Found: (\d+)", re.M),
+     lambda m: _fields(int(m[1]), int(m[2]))),
+    (re.compile(r"^Value with unterminated quote", re.M), lambda m: "a quoted value is never closed"),
+    (re.compile(r"Invalid unicode", re.M),
+     lambda m: "not UTF-8 text (a binary, compressed or differently encoded file?)"),
+    (re.compile(r"^Maximum line size of (\d+) bytes exceeded\. Actual Size:\s*(\d+)", re.M),
+     lambda m: f"a line of {m[2]} bytes, longer than the {m[1]} bytes DuckDB reads"),
+    (re.compile(r'^Error when converting column "(.*)"\. Could not convert string (.*)$', re.M),
+     lambda m: _one_line(f"column {m[1]!r}: cannot convert {m[2]}")),
+    (re.compile(r"state machine reached an invalid state", re.M),
+     lambda m: "not parseable as CSV (a binary file, or quoting that does not follow RFC 4180?)"),
+]
+
+
+def _fields(expected: int, found: int) -> str:
+    if found > expected:  # DuckDB stops counting at the first field too many
+        return f"more fields than the header's {expected}"
+    return f"{found} field{'' if found == 1 else 's'} where the header has {expected}"
+
+
+def _duck_message(e: BaseException) -> str:
+    """DuckDB's own message, from the SQLError (as the engine redacted it), without the exception's
+    class name, anonydb's failing-SQL trailer or DuckDB's LINE 1 pointer."""
+    msg = str(e).split("\n--- failing SQL ---", 1)[0]
+    msg = re.sub(r"^\w+(?:Exception|Error): ", "", msg)
+    return re.split(r"\n\s*LINE \d+:", msg, maxsplit=1)[0]
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _explain(msg: str) -> str | None:
+    """'line N: what is wrong' from a DuckDB CSV error, or None when it names no known problem."""
+    line = _LINE.search(msg)
+    where = f"line {line[1]}: " if line else ""
+    for pattern, says in _REASONS:
+        m = pattern.search(msg)
+        if m:
+            reason = says(m)
+            original = _ORIGINAL.search(msg)
+            if original and pattern is _REASONS[0][0] and original[1].strip():
+                reason += f" ({_one_line(original[1], 60)!r})"
+            return where + reason
+    if line:  # an unknown problem: DuckDB states it on the line before its 'Possible fixes'
+        lines = msg.splitlines()
+        end = next((i for i, ln in enumerate(lines) if ln.startswith("Possible ")), len(lines))
+        said = next((ln for ln in reversed(lines[1:end]) if ln.strip() and not ln.startswith("Original Line:")), "")
+        return where + (_one_line(said) if said else "DuckDB cannot parse it")
+    return None
+
+
+def _read_error(engine: Engine, path: Path, delim: str | None, e: BaseException) -> str:
+    """One line saying why ``path`` could not be read."""
+    msg = _duck_message(e)
+    what = "Parquet file" if delim is None else "CSV file"
+    head = f"cannot read {what} {str(path)!r}: "
+    if delim is not None:
+        if _SNIFF in msg:  # DuckDB's sniffer says no line: read the file strictly to find it
+            found = _diagnose_csv(engine, path, delim)
+            return head + (found or "DuckDB cannot detect its CSV dialect (rows with differing field counts "
+                                    f"or inconsistent quoting under delimiter {delim!r})")
+        found = _explain(msg)
+        if found:
+            return head + found
+    first = next((ln for ln in msg.splitlines() if ln.strip()), type(e).__name__)
+    return head + _one_line(_PREFIX.sub("", first.strip()))
+
+
+def _diagnose_csv(engine: Engine, path: Path, delim: str) -> str | None:
+    """The first problem a strict RFC 4180 read (the header's field count, text columns, '"' as
+    quote and escape) meets in ``path``, as 'line N: what', or None when that read succeeds."""
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+            header = next(csv.reader(f, delimiter=delim), [])
+    except (OSError, csv.Error):
+        return None
+    if not header:
+        return None
+    columns = "{" + ", ".join(f"{literal(f'c{i}')}: 'VARCHAR'" for i in range(len(header))) + "}"
+    try:
+        engine.fetch_rows(f"SELECT count(*) FROM read_csv({literal(str(path))}, delim = {literal(delim)}, "
+                          f"header = true, auto_detect = false, quote = '\"', escape = '\"', columns = {columns})")
+    except SQLError as e:
+        return _explain(_duck_message(e))
+    return None

@@ -18,7 +18,7 @@ first); :mod:`anonydb.release` runs it.
     privacy: {k: 5, l: {value: 3, variant: entropy}, t: {value: 0.2, distance: ordered}}
     output: {table: adult_release, format: duckdb, replace: true}
     report: {html: report.html, json: report.json}
-    seed: 0
+    seed: 0                               # a reproducible row order (default: a secret one)
 """
 
 from __future__ import annotations
@@ -83,11 +83,11 @@ class Spec:
     format: str = "duckdb"
     output_path: str | None = None
     view: bool = False
-    replace: bool = True
+    replace: bool = False
     report_html: str | None = None
     report_json: str | None = None
     database: str | None = None
-    seed: int = 0
+    seed: int | None = None  # None: a secret row order
     raw: dict[str, Any] = field(default_factory=dict)
     lines: dict[tuple, int] = field(default_factory=dict)
 
@@ -240,8 +240,9 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
     database = raw.get("database")
     if database is not None:
         ck.typed(database, ("database",), (str,), "a DuckDB database file")
-    seed = raw.get("seed", 0)
-    ck.typed(seed, ("seed",), (int,), "an integer")
+    seed = raw.get("seed")
+    if seed is not None:
+        ck.typed(seed, ("seed",), (int,), "an integer")
 
     attrs = _attributes(ck, raw.get("attributes"), base) if "attributes" in raw else []
     method, mparams = _method(ck, raw.get("method")) if "method" in raw else ("mondrian", {})
@@ -271,7 +272,7 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
     return Spec(path=str(p), base_dir=base, source=_source_path(source, base), attributes=attrs, method=method,
                 method_params=mparams, privacy=privacy, table=out["table"], format=out.get("format", "duckdb"),
                 output_path=(str(_rel(out["path"], base)) if out.get("path") else None), view=out.get("view", False),
-                replace=out.get("replace", True), report_html=_opt_rel(report.get("html"), base),
+                replace=out.get("replace", False), report_html=_opt_rel(report.get("html"), base),
                 report_json=_opt_rel(report.get("json"), base), database=_opt_rel(database, base), seed=seed, raw=raw,
                 lines=lines)
 

@@ -75,7 +75,7 @@ def test_unknown_source(engine):
 
 def test_non_numeric_values_in_a_numeric_qi_are_listed(engine):
     need_shared()
-    with pytest.raises(InputError, match=r"numeric attribute 'age' holds non-numeric values: '4e', '7f'"):
+    with pytest.raises(InputError, match=r"numeric attribute 'age' holds non-numeric values: '4e' \(row 2\), '7f' \(row 6\)"):
         check(str(DATASETS / "toy" / "test_dirty.csv"), "age,gender", engine=engine, k=2, kinds={"age": "numeric"})
 
 

@@ -350,8 +350,9 @@ def test_bt_mondrian_properties(engine, rows, t, k, relaxed):
         return w
 
     try:
+        # the oracle follows rows by id: it rides along in the release, unjudged (internal _unjudged)
         r = anonymize("src", "x,y", "s", out="rel", engine=engine, k=k, bt=({"x": 0.4, "y": 0.5}, t),
-                      bt_distance="equal", relaxed=relaxed, replace=True)
+                      bt_distance="equal", relaxed=relaxed, replace=True, keep=["id"], _unjudged=("id",))
     except InfeasibleError as e:
         assert len(rows) < k or worst_d([rows]) > t, str(e)
         return
@@ -393,7 +394,8 @@ def test_skyline_bt(engine):
     """Skyline (B,t)-privacy: several (B_i, t_i) at once, each verified [Def. 3.6.2]."""
     make_table(engine, "toy", ["id", "age", "sex", "disease"], TOY)
     r = anonymize("toy", ["age", "sex"], "disease", out="rel", engine=engine,
-                  bt=[(B_TOY, 0.5), ({"age": 0.3, "sex": 0.5}, 0.6)], bt_distance="equal")
+                  bt=[(B_TOY, 0.5), ({"age": 0.3, "sex": 0.5}, 0.6)], bt_distance="equal",
+                  keep=["id"], _unjudged=("id",))  # the audit below joins back by id
     bts = [v for v in r.report.verdicts if v.model == "(B,t)-privacy"]
     assert len(bts) == 2 and all(v.holds for v in bts)
     engine.execute("CREATE TABLE rel_src AS SELECT r.eq_class, t.* FROM rel AS r JOIN toy AS t USING (id)")
@@ -430,8 +432,9 @@ def test_adult_bt_release_has_fewer_vulnerable_tuples(adult):
     eng.execute("CREATE OR REPLACE TABLE adult_id AS SELECT row_number() OVER () AS rid, * FROM adult")
     out = {}
     for name, params in [("bt", dict(k=4, bt=(0.3, 0.2))), ("ld", dict(l=4))]:
+        # the audit joins the release back to its rows: rid rides along, unjudged (the publisher's link)
         anonymize("adult_id", QI6, "occupation", out=f"rel_{name}", engine=eng, hierarchies=hier, replace=True,
-                  **params)
+                  keep=["rid"], _unjudged=("rid",), **params)
         eng.execute(f"CREATE OR REPLACE TABLE joined_{name} AS SELECT r.eq_class, a.* FROM rel_{name} AS r "
                     f"JOIN adult_id AS a USING (rid)")
         out[name] = audit_distribution(0.3, 0.2, engine=eng, qi=QI6, sensitive="occupation", group="eq_class",

@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import math
 import random
-import time
 from collections import Counter, defaultdict
 from fractions import Fraction
 
@@ -479,14 +478,13 @@ def test_adult_anatomy_r2(engine):
     anatomy("src", qi=QIS + ["rid"], sensitive="education", l=2, out="ana", engine=engine, seed=0)
     cols = ", ".join(f'q."{c}"' for c in QIS)
     engine.execute(f"CREATE TABLE truth AS SELECT q.group_id, {cols}, s.education FROM ana_qit AS q JOIN src AS s USING (rid)")
-    t0 = time.perf_counter()
+    # its wall time is measured by benchmarks/bench_foreground.py (median of --wall-runs runs), not asserted here
     res = foreground_attack(engine=engine, qi=QIS, sensitive="education", qit="ana_qit", st="ana_st",
                             targets=LOW_EDUCATION, r=2, truth="truth", out="adult_risk")
-    wall = time.perf_counter() - t0
     print("\n" + res.format())
     low = engine.scalar("SELECT count(*) FROM adult WHERE education IN ('Preschool', '1st-4th', '5th-6th', '7th-8th')")
     assert res.rows == 30162 and res.J == 3993 and res.sensitive == low
-    assert res.converged and wall < 30
+    assert res.converged
     # every reliable signature has >= J tuples, and only those are used
     assert all(p[4] >= 3993 for p in res.patterns) and sum(res.reliable.values()) == len(res.patterns)
     # the paper (45,222 rows, J reached by more signatures): average breach probability 0.8917, > 99%

@@ -95,7 +95,7 @@ attributes:
   disease: sensitive
 method: mondrian
 privacy: {k: 4, l: 2}
-output: {table: people_release}
+output: {table: people_release, replace: true}
 report: {html: report.html, json: report.json}
 """
 
@@ -108,10 +108,11 @@ def _state(con):
 
 
 def _fail_verification(monkeypatch):
-    """Make Mondrian's verification report a violation (an injected failure after the release is built)."""
-    import anonydb.methods.mondrian as mondrian
+    """Make the release's verification report a violation (an injected failure after the release is
+    built; anonydb.publish.verify_published calls anonydb.checker.check)."""
+    import anonydb.checker as checker
 
-    real = mondrian.check
+    real = checker.check
 
     def failing(*a, **kw):
         rep = real(*a, **kw)
@@ -119,7 +120,7 @@ def _fail_verification(monkeypatch):
         rep.verdicts[0].violating_groups = 1
         return rep
 
-    monkeypatch.setattr(mondrian, "check", failing)
+    monkeypatch.setattr(checker, "check", failing)
 
 
 def _warehouse(tmp_path):
@@ -161,7 +162,7 @@ def test_failed_file_export_leaves_previous_files(tmp_path, monkeypatch):
     eng.execute("CREATE TABLE p2 AS SELECT age, zip, sex, disease FROM people")
     spec = tmp_path / "spec.yaml"
     spec.write_text("source: p2\nattributes: {age: qi, zip: qi, sex: qi, disease: sensitive}\nmethod: anatomy\n"
-                    "privacy: {l: 2}\noutput: {table: r, format: csv, path: out/r.csv}\n")
+                    "privacy: {l: 2}\noutput: {table: r, format: csv, path: out/r.csv, replace: true}\n")
     rel = anonydb.run_spec(spec, engine=eng)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["r_qit.csv", "r_st.csv"]
     before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}

@@ -24,7 +24,7 @@ Either way the pair is verified by :func:`anonydb.checker.check` before anything
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..checker import check
@@ -34,6 +34,7 @@ from ..models import LDiversity
 from ..schema import split_list, validate_roles
 from ..sources import open_source
 from ..sqlgen import ident, literal
+from ..publish import drop_staged, guard_target, publication_lines, resolve_columns, row_order, stage_name, swap, sweep
 from .mondrian import _fmt, _row_ids
 
 
@@ -45,23 +46,30 @@ class AnatomyResult:
     groups: int
     seconds: float
     report: Any  # anonydb.checker.Report of the verification
+    dropped: list[str] = field(default_factory=list)  # source columns not published (no role, identifiers)
+    kept: list[str] = field(default_factory=list)  # published unchanged in the QIT at the user's request
+    order: str = ""  # how the QIT's rows are ordered and the groups dealt
 
     def format(self) -> str:
         v = self.report.verdicts[0]
         ach = ", ".join(f"{k} = {_fmt(x)}" for k, x in v.achieved.items())
-        return (f"anatomy: {self.rows} rows in {self.groups} groups -> {self.qit} (QI values, group_id), "
-                f"{self.st} (group_id, sensitive value, count) in {self.seconds:.2f} s\n"
-                f"  verified: {v.model} holds (achieved {ach})")
+        return "\n".join([f"anatomy: {self.rows} rows in {self.groups} groups -> {self.qit} (QI values, group_id), "
+                          f"{self.st} (group_id, sensitive value, count) in {self.seconds:.2f} s",
+                          f"  verified: {v.model} holds (achieved {ach})",
+                          *publication_lines(self.dropped, self.kept, self.order)])
 
 
 def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out: str,
             engine: Engine | Any = None, groups: str | None = None, l_variant: str = "distinct",
-            c: Any = None, seed: int = 0, replace: bool = False, as_view: bool = False) -> AnatomyResult:
+            c: Any = None, seed: int | None = None, replace: bool = False, as_view: bool = False,
+            keep: str | Iterable[str] | None = None, identifiers: str | Iterable[str] | None = None) -> AnatomyResult:
     """Release ``source`` as ``<out>_qit`` and ``<out>_st`` (see the module docstring).
 
     ``l``: an integer >= 2 for group creation; with ``groups`` any l-diversity parameter of
     ``l_variant`` (distinct, entropy, recursive with ``c``, probabilistic). ``as_view``: the two
-    names become views over the verified tables ``<out>_qit__data`` / ``<out>_st__data``.
+    names become views over the verified tables ``<out>_qit__data`` / ``<out>_st__data``. The QIT
+    publishes the QIs and the ``keep`` columns exactly; every other column is dropped. ``seed`` None
+    orders the QIT and deals the groups by a fresh secret; an integer makes both reproducible.
     """
     t0 = time.perf_counter()
     eng = connect(engine)
@@ -75,15 +83,15 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
     if not isinstance(out, str) or not out:
         raise InputError("out must name the release (it writes <out>_qit and <out>_st)")
     qit_name, st_name = f"{out}_qit", f"{out}_st"
-    for name in (qit_name, st_name):
-        if eng.exists(name) and not replace:
-            raise InputError(f"{name!r} already exists; choose another name or pass replace=True")
-    seed = int(seed)
+    guard_target(eng, [qit_name, st_name], replace, sources=[source])
+    order = row_order(eng, seed)
+    sweep(eng)
     staged: list[str] = []
     try:
         with eng.scratch("anatomy") as s:
             relation = open_source(eng, source, scratch=s)
             validate_roles(eng, relation, qi_cols, sensitive, None, label=str(source))
+            columns = resolve_columns(eng, relation, qi_cols, sensitive, identifiers, keep, str(source))
             cols = dict(eng.columns(relation))
             if groups is not None:
                 if groups not in cols:
@@ -105,15 +113,15 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
                         f"most once in l records); the largest feasible l is {n // top_cnt}"
                         + (f" ({m} distinct values)" if m < l else ""))
                 assign = s.table(eng.render("anatomy_groups.sql.j2", base=base, rid=rid, sensitive=sensitive,
-                                            g=n // l, seed=seed))
+                                            g=n // l, key=order.key))
             else:
                 assign = s.table(f"SELECT CAST(b.{rid if rid == 'rowid' else ident(rid)} AS BIGINT) AS _adb_rid, "
                                  f"CAST(dense_rank() OVER (ORDER BY b.{ident(groups)} NULLS LAST) AS BIGINT) AS group_id "
                                  f"FROM {ident(base)} AS b")
             # stage QIT and ST, verify the pair, then swap both in
             common = dict(base=base, assign=assign, rid=rid if rid == "rowid" else ident(rid), qis=qi_cols,
-                          sensitive=sensitive, seed=seed)
-            qit_stage, st_stage = _stage_name(eng, qit_name), _stage_name(eng, st_name)
+                          sensitive=sensitive, key=order.key, keep=columns.keep)
+            qit_stage, st_stage = stage_name("qit"), stage_name("st")
             eng.create_table_as(qit_stage, eng.render("anatomy_release.sql.j2", part="qit", **common))
             staged.append(qit_stage)
             eng.create_table_as(st_stage, eng.render("anatomy_release.sql.j2", part="st", **common))
@@ -126,15 +134,14 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
                 raise AnonyDBError(f"verification failed: {v.model} does not hold on the QIT/ST release "
                                    f"({v.violating_groups} of {v.groups} groups violate){where}; nothing was written")
             n_groups = eng.scalar(f"SELECT count(DISTINCT group_id) FROM {ident(st_stage)}")
-        _swap_pair(eng, [(qit_stage, qit_name), (st_stage, st_name)], as_view)
+        swap(eng, [(qit_stage, qit_name), (st_stage, st_name)], as_view)
         staged.clear()
     finally:
-        for t in staged:
-            if eng.exists(t):
-                eng.drop(t)
+        drop_staged(eng, staged)
     del model
     return AnatomyResult(qit=qit_name, st=st_name, rows=int(n), groups=int(n_groups),
-                         seconds=time.perf_counter() - t0, report=report)
+                         seconds=time.perf_counter() - t0, report=report, dropped=columns.dropped,
+                         kept=columns.keep, order=order.describe())
 
 
 def check_pair_counts(eng: Engine, qit: str, st: str) -> None:
@@ -155,34 +162,3 @@ def verify(eng: Engine, qit: str, st: str, qi: list[str], sensitive: str, models
         # expand ST to one row per record for the checker (group_id is the only QI of the check)
         rows = s.table(f"SELECT group_id, {ident(sensitive)} FROM {ident(st)}, range(count)")
         return check(rows, ["group_id"], sensitive, models=models, engine=eng, max_groups=3)
-
-
-def _stage_name(eng: Engine, name: str) -> str:
-    i = 0
-    while eng.exists(f"{name}__anonydb_staging{i or ''}"):
-        i += 1
-    return f"{name}__anonydb_staging{i or ''}"
-
-
-def _swap_pair(eng: Engine, pairs: list[tuple[str, str]], as_view: bool) -> None:
-    """Put verified staging tables in place of their targets (tables or views), in one transaction."""
-    names = [t for _, out in pairs for t in (out, out + "__data")]
-    kinds = dict(eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE table_name IN ("
-                                + ", ".join(literal(x) for x in names) + ")")[1])
-    eng.execute("BEGIN TRANSACTION")
-    try:
-        for stage, out in pairs:
-            data = out + "__data"
-            if out in kinds:
-                eng.drop(out, view=kinds[out] == "VIEW")
-            if data in kinds:
-                eng.drop(data, view=kinds[data] == "VIEW")
-            if as_view:
-                eng.rename(stage, data)
-                eng.execute(f"CREATE VIEW {ident(out)} AS SELECT * FROM {ident(data)}")
-            else:
-                eng.rename(stage, out)
-        eng.execute("COMMIT")
-    except BaseException:
-        eng.execute("ROLLBACK")
-        raise

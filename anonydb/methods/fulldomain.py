@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -47,7 +47,8 @@ from ..models import GroupContext, Model
 from ..schema import is_numeric_type, split_list, validate_roles
 from ..sources import open_source
 from ..sqlgen import ident
-from .mondrian import _fmt, _swap, _temp_release_name
+from ..publish import publication_lines, drop_staged, guard_target, resolve_columns, row_order, stage_name, swap, sweep, verify_published
+from .mondrian import _fmt
 
 METRICS = ("dm", "aecs", "height", "precision", "loss", "entropy")
 #: nodes judged per query
@@ -80,6 +81,9 @@ class FullDomainResult:
     #: of ``seconds``, the search: the distinct tuples' level table and the lattice search (not the
     #: hierarchies' checks, the release or its verification)
     search_seconds: float = 0.0
+    dropped: list[str] = field(default_factory=list)  # source columns not published (no role, identifiers)
+    kept: list[str] = field(default_factory=list)  # published unchanged at the user's request
+    order: str = ""  # how the rows are ordered (secret, or recomputable from a seed)
 
     def format(self) -> str:
         lv = ", ".join(f"{q}={l}" for q, l in self.levels.items())
@@ -90,14 +94,16 @@ class FullDomainResult:
                 f"  {self.metric_name} = {_fmt(self.metric)}; {m}\n"
                 f"  minimal satisfying nodes: {len(self.minimal)}\n"
                 "  verified: " + ("; ".join(f"{v.model} holds" for v in self.report.verdicts) if self.report
-                                  else "by the caller"))
+                                  else "by the caller")
+                + "".join("\n" + x for x in publication_lines(self.dropped, self.kept, self.order)))
 
 
 def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, hierarchies: dict[str, Hierarchy],
                out: str, engine: Engine | Any = None, max_suppression: float = 0.0, metric: str = "dm",
-               identifiers: str | Iterable[str] | None = None, replace: bool = False, seed: int = 0,
+               identifiers: str | Iterable[str] | None = None, keep: str | Iterable[str] | None = None,
+               replace: bool = False, seed: int | None = None,
                models: list[Model] | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
-               _caller_keeps: str | None = None, **params: Any) -> FullDomainResult:
+               _caller_keeps: str | None = None, _unjudged: tuple[str, ...] = (), **params: Any) -> FullDomainResult:
     """Release ``source`` generalized to the best satisfying level vector (see module docstring).
 
     ``_caller_keeps`` (internal; a column of the source): the caller keeps the rows where that column
@@ -127,17 +133,17 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
         if c not in hierarchies:
             raise InputError(f"quasi-identifier {c!r} has no hierarchy: full-domain generalization needs one per QI "
                              f"(--hierarchy {c}=PATH)")
-    if eng.exists(out) and not replace:
-        raise InputError(f"{out!r} already exists; choose another name or pass replace=True")
+    guard_target(eng, [out], replace, sources=[source])
+    order = row_order(eng, seed)
+    sweep(eng)
     stage = None
     try:
         with eng.scratch("fulldomain") as s:
             relation = open_source(eng, source, scratch=s)
             types = validate_roles(eng, relation, qi_cols, sensitive, None, label=str(source))
-            cols = [c for c, _ in eng.columns(relation)]
-            for c in ids:
-                if c not in cols:
-                    raise InputError(f"identifier {c!r} not found in {source}; its columns are: {', '.join(cols)}")
+            columns = resolve_columns(eng, relation, qi_cols, sensitive, ids, keep, str(source))
+            if _caller_keeps is not None:  # the caller's own table: every column rides along, the caller drops them
+                columns.published = [c for c, _ in eng.columns(relation)]
             sa = sensitive if any(m.needs_sensitive for m in models) else None
             total = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")
             if total == 0:
@@ -157,36 +163,32 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             t_search = time.perf_counter() - t_search
             levels = dict(zip(qi_cols, best))
             # the release: generalized QIs, rows of failing groups suppressed, eq_class, shuffled
-            stage = _temp_release_name(eng, out)
-            keep = [c for c in cols if c not in ids]
+            stage = stage_name()
             kept_groups = lat.kept_labels(best)
-            gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols}, keep)
+            gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols}, columns.published)
             eng.execute(eng.render("fulldomain_release.sql.j2", stage=stage, gen=gen.sql, kept=kept_groups,
-                                   qis=qi_cols, seed=int(seed), only=_caller_keeps))
+                                   qis=qi_cols, key=order.key, only=_caller_keeps))
             report = None
             if _caller_keeps is None:
                 verify_models = build_models(**model_params) if model_params is not None else models
-                report = check(stage, qi_cols, sensitive, models=verify_models, engine=eng,
-                               hierarchies={sensitive: hierarchies[sensitive]} if sensitive in hierarchies else None,
-                               max_groups=3, distribution_of=relation)
-                if not report.holds:
-                    bad = next(v for v in report.verdicts if not v.holds)
-                    raise AnonyDBError(f"verification failed: {bad.model} does not hold on the release; "
-                                       f"nothing was written")
+                report = verify_published(eng, stage, sensitive, verify_models, columns.keep,
+                                          hierarchies={sensitive: hierarchies[sensitive]} if sensitive in hierarchies
+                                          else None, distribution_of=relation, exclude=_unjudged)
             rows = eng.scalar(f"SELECT count(*) FROM {ident(stage)}")
             m = cand_metrics[best]
             if _caller_keeps is None and rows != total - m["suppressed"]:
                 raise AnonyDBError(f"internal error: the release holds {rows} rows, expected {total - m['suppressed']}")
-        _swap(eng, stage, out, False)
+        swap(eng, [(stage, out)])
         stage = None
     finally:
-        if stage is not None and eng.exists(stage):
-            eng.drop(stage)
+        drop_staged(eng, [stage])
     metrics = {k: m[k] for k in METRICS if k in m}
     return FullDomainResult(table=out, levels=levels, metric_name=metric, metric=metrics[metric], metrics=metrics,
                             suppressed=int(m["suppressed"]), rows=int(rows), classes=int(m["classes"]),
                             minimal=sorted(minimal), checked=lat.checked, lattice=lat.size,
-                            seconds=time.perf_counter() - t0, report=report, search_seconds=t_search)
+                            seconds=time.perf_counter() - t0, report=report, search_seconds=t_search,
+                            dropped=[c for c in columns.dropped if c != _caller_keeps], kept=columns.keep,
+                            order=order.describe())
 
 
 class _Lattice:

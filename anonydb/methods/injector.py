@@ -36,8 +36,9 @@ from ..knowledge import Rules, mine_rules
 from ..models.matching_diversity import check_l, group_verdicts
 from ..schema import split_list, validate_roles
 from ..sources import open_source
-from ..sqlgen import ident, seed_key
-from .anatomy import _stage_name, _swap_pair, check_pair_counts
+from ..sqlgen import ident, literal
+from ..publish import drop_staged, guard_target, row_order, stage_name, swap, sweep
+from .anatomy import check_pair_counts
 
 
 @dataclass
@@ -67,10 +68,11 @@ class InjectorResult:
 
 
 def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out: str, min_exp: float = 0.9,
-             hierarchies: dict[str, Hierarchy] | None = None, engine: Engine | Any = None, seed: int = 0,
-             replace: bool = False, rules: Rules | None = None) -> InjectorResult:
+             hierarchies: dict[str, Hierarchy] | None = None, engine: Engine | Any = None,
+             seed: int | None = None, replace: bool = False, rules: Rules | None = None) -> InjectorResult:
     """Release ``source`` as ``<out>_qit`` / ``<out>_st``, matching ``l``-diverse against the rules
-    mined at ``min_exp`` over ``hierarchies`` (or given ``rules``, mined from the same table)."""
+    mined at ``min_exp`` over ``hierarchies`` (or given ``rules``, mined from the same table). The
+    QIT holds the QIs only; ``seed`` None orders rows and fills groups by a fresh secret."""
     t0 = time.perf_counter()
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -79,9 +81,9 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
         raise InputError(f"Injector builds groups of l tuples: l must be an integer >= 2, got {l!r}")
     lv = int(lv)
     qit_name, st_name = f"{out}_qit", f"{out}_st"
-    for name in (qit_name, st_name):
-        if eng.exists(name) and not replace:
-            raise InputError(f"{name!r} already exists; choose another name or pass replace=True")
+    guard_target(eng, [qit_name, st_name], replace, sources=[source])
+    order = row_order(eng, seed)
+    sweep(eng)
     staged: list[str] = []
     try:
         with eng.scratch("injector") as s:
@@ -121,11 +123,11 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
                 f"({gi + 1}, {int(codes[c])}, {int(ivs[c])}, {int(alloc[gi, c])})"
                 for gi in range(alloc.shape[0]) for c in range(len(codes)) if alloc[gi, c]) +
                 ") AS a(group_id, _adb_code, _adb_ivs, _adb_take)")
-            key = seed_key(seed, "injector")
+            key = order.key64(eng, "injector")
             qcols = ", ".join(f"r.{ident(c)}" for c in qi_cols)
             placed = s.table(
                 f"WITH r AS (SELECT *, row_number() OVER (PARTITION BY _adb_code, _adb_ivs ORDER BY "
-                f"hash(_adb_rid, {key}), _adb_rid) AS _adb_k FROM {ident(rows)}), "
+                f"hash(xor(hash(_adb_rid), CAST({key} AS UBIGINT))), _adb_rid) AS _adb_k FROM {ident(rows)}), "
                 f"a AS (SELECT *, sum(_adb_take) OVER (PARTITION BY _adb_code, _adb_ivs ORDER BY group_id) AS _adb_hi "
                 f"FROM {ident(assign)}) "
                 f"SELECT {qcols}, r.{ident(sensitive)}, a.group_id, r._adb_rid FROM r JOIN a ON a._adb_code = r._adb_code "
@@ -133,10 +135,11 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
             placed_n = int(eng.scalar(f"SELECT count(*) FROM {ident(placed)}"))
             if placed_n != n:
                 raise AnonyDBError(f"internal error: {placed_n} of {n} tuples were placed in groups")
-            qit_stage, st_stage = _stage_name(eng, qit_name), _stage_name(eng, st_name)
+            qit_stage, st_stage = stage_name("qit"), stage_name("st")
             staged += [qit_stage, st_stage]
             eng.create_table_as(qit_stage, f"SELECT {', '.join(ident(c) for c in qi_cols)}, group_id FROM "
-                                           f"{ident(placed)} ORDER BY hash(_adb_rid, {key + 1}), _adb_rid")
+                                           f"{ident(placed)} ORDER BY md5_number(CAST(_adb_rid AS VARCHAR) || "
+                                           f"{literal(order.key)}), _adb_rid")
             eng.create_table_as(st_stage, f"SELECT group_id, {ident(sensitive)}, count(*) AS {ident('count')} FROM "
                                           f"{ident(placed)} GROUP BY ALL ORDER BY group_id, {ident(sensitive)}")
             min_valid, bad = verify(eng, s, qit_stage, st_stage, kb, lv, truth=placed)
@@ -146,12 +149,10 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
             report = _report(eng, qit_stage, st_stage, qi_cols, sensitive, kb, lv, min_valid, bad)
             report.source = qit_name
             n_groups = report.groups
-        _swap_pair(eng, [(qit_stage, qit_name), (st_stage, st_name)], False)
+        swap(eng, [(qit_stage, qit_name), (st_stage, st_name)])
         staged = []
     finally:
-        for name in staged:
-            if eng.exists(name):
-                eng.drop(name)
+        drop_staged(eng, staged)
     return InjectorResult(qit=qit_name, st=st_name, rows=n, groups=n_groups, rules=kb.minimal, rules_total=kb.total,
                           profile=kb.profile, leftovers=len(leftovers), merges=merges, min_valid=min_valid,
                           seconds=time.perf_counter() - t0, mine_seconds=mine_s, examples=kb.examples, report=report)

@@ -21,7 +21,8 @@ and the release is verified by :func:`anonydb.checker.check` before it is writte
 Codes: a numeric QI is cut on its values, a date on epoch seconds, a categorical one on codes in
 a stable value order (sorted values; NULL last) or, with a hierarchy, in the hierarchy's
 depth-first leaf order, where a cut splits the partition's lowest common ancestor into its
-children (a multiway cut).
+children (a multiway cut). A hierarchy given for a numeric or date QI is used the same way (its
+labels are the hierarchy's nodes), never ignored.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
 from ..models import GroupContext, Model, NTCloseness
 from ..schema import is_numeric_type, kind_of_type, split_list, validate_roles
+from ..publish import (drop_staged, guard_target, publication_lines, resolve_columns, row_order, stage_name,
+                       swap, sweep, verify_published)
 from ..sources import open_source
 from ..sqlgen import ident, literal
 
@@ -72,6 +75,9 @@ class MondrianResult:
     utility: dict[str, Any]
     report: Any  # anonydb.checker.Report of the verification
     params: dict[str, Any] = field(default_factory=dict)
+    dropped: list[str] = field(default_factory=list)  # source columns not published (no role, identifiers)
+    kept: list[str] = field(default_factory=list)  # published unchanged at the user's request
+    order: str = ""  # how the rows are ordered (secret, or recomputable from a seed)
 
     def format(self) -> str:
         u = self.utility
@@ -82,6 +88,7 @@ class MondrianResult:
         lines.append("  verified: " + "; ".join(
             f"{v.model} holds (achieved {', '.join(f'{k} = {_fmt(x)}' for k, x in v.achieved.items())})"
             for v in self.report.verdicts))
+        lines += publication_lines(self.dropped, self.kept, self.order)
         return "\n".join(lines)
 
 
@@ -96,10 +103,10 @@ def _fmt(x: Any) -> str:
 def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, out: str,
               engine: Engine | Any = None, models: list[Model] | None = None,
               hierarchies: dict[str, Hierarchy] | None = None, kinds: dict[str, str] | None = None,
-              identifiers: str | Iterable[str] | None = None, relaxed: bool = False,
-              categorical: str = "hierarchy", try_all_dims: bool = True, replace: bool = False,
-              seed: int = 0, progress: Callable[[dict[str, Any]], None] | None = None, as_view: bool = False,
-              plan: str = "auto", **params: Any) -> MondrianResult:
+              identifiers: str | Iterable[str] | None = None, keep: str | Iterable[str] | None = None,
+              relaxed: bool = False, categorical: str = "hierarchy", try_all_dims: bool = True,
+              replace: bool = False, seed: int | None = None, progress: Callable[[dict[str, Any]], None] | None = None, as_view: bool = False,
+              plan: str = "auto", _unjudged: tuple[str, ...] = (), **params: Any) -> MondrianResult:
     """Anonymize ``source`` with Mondrian into the table ``out``; return the verified release.
 
     Models come from ``models`` or from the parameters of :func:`anonydb.checker.build_models`
@@ -107,8 +114,10 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     ``delta``). ``hierarchies`` maps attributes to hierarchies: an enumerated hierarchy of a
     categorical QI makes it split along the hierarchy (unless ``categorical="order"``), the
     sensitive attribute's one selects hierarchical EMD. ``kinds`` overrides a QI's kind
-    (numeric, categorical, ordinal, date). ``identifiers`` are dropped from the release;
-    other columns are kept unchanged. ``relaxed`` splits ties so both halves are balanced.
+    (numeric, categorical, ordinal, date). The release publishes the QIs, the sensitive attribute
+    and the ``keep`` columns (unchanged); ``identifiers`` and every other column are dropped
+    (:mod:`anonydb.publish`), and the models are verified over every published column. ``seed``
+    None orders the rows by a fresh secret; an integer gives a reproducible order. ``relaxed`` splits ties so both halves are balanced.
     ``progress`` is called after every round with {round, open, final, rows_open} (once, at the
     end, when every round runs in one statement).
     ``plan``: "recursive" runs every round in one recursive statement (DuckDB; not with (n,t) or
@@ -140,8 +149,9 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         raise InputError(f"{names} needs a sensitive attribute (--sensitive)")
     if not isinstance(out, str) or not out:
         raise InputError("out must name the release table")
-    if eng.exists(out) and not replace:
-        raise InputError(f"{out!r} already exists; choose another name or pass replace=True")
+    guard_target(eng, [out], replace, sources=[source])
+    order = row_order(eng, seed)
+    sweep(eng)
     hierarchies = dict(hierarchies or {})
     verify_models = [copy.deepcopy(m) for m in models] if model_params is None else build_models(**model_params)
     stage = None
@@ -149,16 +159,14 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         with eng.scratch("mondrian") as s:
             relation = open_source(eng, source, scratch=s)
             types = validate_roles(eng, relation, qi_cols, sensitive, kinds, label=str(source))
-            cols = [c for c, _ in eng.columns(relation)]
-            for c in ids:
-                if c not in cols:
-                    raise InputError(f"identifier {c!r} not found in {source}; its columns are: {', '.join(cols)}")
-                if c in qi_cols or c == sensitive:
-                    raise InputError(f"{c!r} is given both as an identifier and as a quasi-identifier/sensitive")
+            columns = resolve_columns(eng, relation, qi_cols, sensitive, ids, keep, str(source))
             for attr in hierarchies:
                 if attr not in qi_cols and attr != sensitive:
                     raise InputError(f"a hierarchy is given for {attr!r}, which is neither a quasi-identifier "
                                      f"nor the sensitive attribute")
+                if attr in qi_cols and categorical == "order":
+                    raise InputError(f"a hierarchy is given for {attr!r}, but categorical='order' cuts in value "
+                                     f"order and would ignore it; drop it or cut along it (categorical='hierarchy')")
             sa = sensitive if any(m.needs_sensitive for m in models) else None
             base, rid = _row_ids(eng, s, relation)
             total = eng.scalar(f"SELECT count(*) FROM {ident(base)}")
@@ -170,19 +178,20 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                                types, hierarchies.get(sensitive) if sensitive else None, qi_cols)
             planner.bind_members(hierarchies, kinds)
             assign, rounds, tree = planner.run(progress, plan)
-            stage = _temp_release_name(eng, out)
-            boxes, joined = _materialize(eng, s, base, rid, assign, qis, hq, sensitive, ids, cols, stage, seed)
-            n_classes = eng.scalar(f"SELECT count(*) FROM {ident(boxes)}")
-            released = eng.scalar(f"SELECT count(*) FROM {ident(stage)}")
+            stage = stage_name()
+            boxes, joined = _materialize(eng, s, base, rid, assign, qis, hq, columns.published, stage, order)
+            released, n_classes = eng.fetch_rows(f"SELECT count(*), count(DISTINCT eq_class) FROM {ident(stage)}")[1][0]
             if released != total:  # every input row appears exactly once
                 raise AnonyDBError(f"internal error: the release holds {released} rows, the source {total}")
-            label_qis = [q.column for q in qis]
             sa_h = {sensitive: hierarchies[sensitive]} if sensitive and sensitive in hierarchies else None
             plain = [m for m in verify_models
                      if not isinstance(m, NTCloseness) and not getattr(m, "needs_members", False)]
+            if not plain and columns.keep:  # the class-wise models below judge eq_class: kept columns may not split it
+                plain = build_models(k=1)
             report = None
-            if plain:
-                report = check(stage, label_qis, sensitive, models=plain, engine=eng, hierarchies=sa_h, max_groups=3)
+            if plain:  # over every published column but the sensitive one (fail closed)
+                report = verify_published(eng, stage, sensitive, plain, columns.keep, hierarchies=sa_h,
+                                          exclude=_unjudged)
             nt = [m for m in verify_models if isinstance(m, NTCloseness)]
             if nt:
                 nt_report = planner.verify_nt(nt, stage, tree)
@@ -205,38 +214,14 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
             kmin = min(ks) if ks else None
             utility = _utility(eng, joined, boxes, qis, sensitive, total, kmin, relaxed)
-        _swap(eng, stage, out, as_view)
+        swap(eng, [(stage, out)], as_view)
         stage = None
     finally:
-        if stage is not None and eng.exists(stage):
-            eng.drop(stage)
+        drop_staged(eng, [stage])
     return MondrianResult(table=out, rows=int(total), classes=n_classes, rounds=rounds,
                           seconds=time.perf_counter() - t0, utility=utility, report=report,
-                          params={"relaxed": relaxed, "categorical": categorical, **(model_params or {})})
-
-
-def _swap(eng: Engine, stage: str, out: str, as_view: bool) -> None:
-    """Put the verified staging table in place of ``out`` (table or view) in one transaction."""
-    kinds = dict(eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables "
-                                "WHERE table_name IN (?, ?)", [out, out + "__data"])[1])
-    eng.execute("BEGIN TRANSACTION")
-    try:
-        if out in kinds:
-            eng.drop(out, view=kinds[out] == "VIEW")
-        if as_view:
-            data = out + "__data"
-            if data in kinds:
-                eng.drop(data, view=kinds[data] == "VIEW")
-            eng.rename(stage, data)
-            eng.execute(f"CREATE VIEW {ident(out)} AS SELECT * FROM {ident(data)}")
-        else:
-            if kinds.get(out) == "VIEW" and out + "__data" in kinds:  # the rows of the view it replaces
-                eng.drop(out + "__data")
-            eng.rename(stage, out)
-        eng.execute("COMMIT")
-    except BaseException:
-        eng.execute("ROLLBACK")
-        raise
+                          params={"relaxed": relaxed, "categorical": categorical, **(model_params or {})},
+                          dropped=columns.dropped, kept=columns.keep, order=order.describe())
 
 
 def _row_ids(eng: Engine, s: Any, relation: str) -> tuple[str, str]:
@@ -249,15 +234,6 @@ def _row_ids(eng: Engine, s: Any, relation: str) -> tuple[str, str]:
     return s.table(f"SELECT CAST(row_number() OVER () - 1 AS BIGINT) AS _adb_rid, * FROM {ident(relation)}"), "_adb_rid"
 
 
-def _temp_release_name(eng: Engine, out: str) -> str:
-    i = 0
-    while True:
-        name = f"{out}__anonydb_staging{'' if i == 0 else i}"
-        if not eng.exists(name):
-            return name
-        i += 1
-
-
 # ------------------------------------------------------------------------------------------------
 def _code_qis(eng, s, base, qi_cols, types, kinds, hierarchies, categorical) -> list[_QI]:
     """Each QI's kind and coding. The ranges and NULL counts of every numeric and date QI come from
@@ -268,7 +244,7 @@ def _code_qis(eng, s, base, qi_cols, types, kinds, hierarchies, categorical) -> 
     stats: list[str] = []  # the one query's expressions, three per numeric or date QI
     for c in qi_cols:
         kind = kinds.get(c) or kind_of_type(types[c])
-        if kind in ("numeric", "date"):
+        if kind in ("numeric", "date") and not (c in hierarchies and categorical == "hierarchy"):
             kind_sql = f"TRY_CAST({ident(c)} AS DOUBLE)" if kind == "numeric" and not is_numeric_type(types[c]) \
                 else ident(c)
             v = f"CAST({kind_sql} AS DOUBLE)" if kind == "numeric" else f"epoch({ident(c)})"
@@ -666,11 +642,11 @@ class _Planner:
 
 
 # ------------------------------------------------------------------------------------------------
-def _materialize(eng, s, base, rid, assign, qis, hq, sensitive, ids, cols, stage, seed) -> tuple[str, str]:
+def _materialize(eng, s, base, rid, assign, qis, hq, published, stage, order) -> tuple[str, str]:
     """The release: generalized QIs (each under its own name: a label; numeric and date QIs also as
-    <name>_lo / <name>_hi), eq_class, the other columns unchanged, identifiers dropped, rows in a
-    seeded random order. Boxes come from each final partition's own rows."""
-    taken = set(cols)
+    <name>_lo / <name>_hi), eq_class, the sensitive and kept columns unchanged, rows in the order of
+    ``order`` (a keyed hash). Boxes come from each final partition's own rows."""
+    taken = set(published)
     for q in qis:
         if q.kind in ("numeric", "date"):
             for suffix in ("_lo", "_hi"):
@@ -683,10 +659,9 @@ def _materialize(eng, s, base, rid, assign, qis, hq, sensitive, ids, cols, stage
     joined = s.table(f"SELECT a._adb_pid, {rid_col}b.* FROM {ident(base)} AS b JOIN {ident(assign)} AS a "
                      f"ON a._adb_rid = b.{ident(rid) if rid == '_adb_rid' else rid}")  # rows with their class, once
     boxes = s.table(eng.render("mondrian_boxes.sql.j2", joined=joined, qis=qis, hq=hq))
-    keep = [c for c in cols if c not in ids and c != "_adb_rid"]
     qcol = {q.column: i for i, q in enumerate(qis)}
     eng.execute(eng.render("mondrian_release.sql.j2", stage=stage, joined=joined, boxes=boxes,
-                           qis=qis, qcol=qcol, keep=keep, seed=int(seed)))
+                           qis=qis, qcol=qcol, keep=published, key=order.key))
     return boxes, joined
 
 

@@ -20,7 +20,7 @@ scratch by :func:`anonydb.presence.check_presence` (P mapped onto the released c
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..engine import Engine, connect
@@ -31,8 +31,8 @@ from ..presence import FLAG, check_presence, flag_public, need_qis, require_feas
 from ..schema import split_list
 from ..sources import open_source
 from ..sqlgen import ident
-from .anatomy import _stage_name
-from .mondrian import _fmt, _row_ids, _swap
+from ..publish import publication_lines, drop_staged, guard_target, stage_name, swap, sweep
+from .mondrian import _fmt
 
 
 @dataclass
@@ -46,24 +46,28 @@ class PresenceResult:
     seconds: float
     levels: dict[str, int] | None  # full-domain: the level vector
     report: Any  # the re-check of the release (anonydb.checker.Report)
+    dropped: list[str] = field(default_factory=list)  # the private table's columns not published
 
     def format(self) -> str:
         lv = f"; levels [{', '.join(f'{q}={v}' for q, v in self.levels.items())}]" if self.levels else ""
         return (f"delta-presence ({self.method}): {self.rows} private rows released in {self.table} "
                 f"({self.classes} classes of the {self.public_rows}-row public table{lv}) in {self.seconds:.2f} s\n"
-                f"  verified: presence in [{_fmt(self.achieved[0])}, {_fmt(self.achieved[1])}] for every public row")
+                f"  verified: presence in [{_fmt(self.achieved[0])}, {_fmt(self.achieved[1])}] for every public row"
+                + "".join("\n" + x for x in publication_lines(self.dropped, [], "")))
 
 
 def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, delta: Any, out: str,
                        engine: Engine | Any = None, method: str = "fulldomain",
                        hierarchies: dict[str, Hierarchy] | None = None, key: str | None = None,
-                       metric: str = "dm", relaxed: bool = False, categorical: str = "hierarchy", seed: int = 0,
-                       replace: bool = False) -> PresenceResult:
+                       metric: str = "dm", relaxed: bool = False, categorical: str = "hierarchy",
+                       seed: int | None = None, replace: bool = False) -> PresenceResult:
     """Release ``private`` (T) generalized so that it is delta-present with respect to ``public`` (P).
 
     ``key``: a column both tables share that identifies a person (else rows are matched on their
     QI values). ``hierarchies``: per QI (all of them for ``fulldomain``; categorical ones for
-    Mondrian's hierarchy cuts). ``metric``: the full-domain optimum's metric (over P*).
+    Mondrian's hierarchy cuts). ``metric``: the full-domain optimum's metric (over P*). The release
+    publishes the generalized QIs and the class id only: T's other columns are dropped (a kept
+    column could not be judged against P). ``seed`` None orders the rows by a fresh secret.
     """
     t0 = time.perf_counter()
     eng = connect(engine)
@@ -74,8 +78,8 @@ def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, de
         raise InputError(f"method must be 'fulldomain' (SPALM) or 'mondrian' (MPALM), got {method!r}")
     if not isinstance(out, str) or not out:
         raise InputError("out must name the release table")
-    if eng.exists(out) and not replace:
-        raise InputError(f"{out!r} already exists; choose another name or pass replace=True")
+    guard_target(eng, [out], replace, sources=[private, public])
+    sweep(eng)
     hierarchies = dict(hierarchies or {})
     stage = None
     with eng.scratch("presence_anon") as s:
@@ -97,17 +101,15 @@ def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, de
             from .mondrian import anonymize
 
             anonymize(flagged, qi_cols, FLAG, out=work, engine=eng, models=[model], hierarchies=hierarchies,
-                      relaxed=relaxed, categorical=categorical, seed=seed)
-        # the release: the private rows only, with their generalized QIs and T's other columns
+                      relaxed=relaxed, categorical=categorical, seed=seed, keep=["private_rid"],
+                      _unjudged=("private_rid",))
+        # the release: the private rows only, with their generalized QIs and class (in the work's
+        # keyed order); T's other columns are dropped
         wcols = [c for c, _ in eng.columns(work) if c not in (FLAG, "private_rid")]
-        others = [c for c in tcols if c not in qi_cols and c not in wcols]
-        tbase, trid = _row_ids(eng, s, priv)
-        tr = "rowid" if trid == "rowid" else ident(trid)
-        stage = _stage_name(eng, out)
+        dropped = [c for c in tcols if c not in qi_cols]
+        stage = stage_name()
         try:
-            eng.create_table_as(stage, f"SELECT {', '.join('w.' + ident(c) for c in wcols)}"
-                                       f"{''.join(', t.' + ident(c) for c in others)} FROM {ident(work)} AS w "
-                                       f"JOIN {ident(tbase)} AS t ON CAST(t.{tr} AS BIGINT) = w.private_rid "
+            eng.create_table_as(stage, f"SELECT {', '.join('w.' + ident(c) for c in wcols)} FROM {ident(work)} AS w "
                                        f"WHERE w.{ident(FLAG)} = 1")
             released = int(eng.scalar(f"SELECT count(*) FROM {ident(stage)}"))
             if released != n_t:
@@ -118,11 +120,10 @@ def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, de
             if not v.holds:
                 raise AnonyDBError(f"verification failed: delta-presence does not hold on the release "
                                    f"({v.violating_groups} of {v.groups} classes violate); nothing was written")
-            _swap(eng, stage, out, False)
+            swap(eng, [(stage, out)])
             stage = None
         finally:
-            if stage is not None and eng.exists(stage):
-                eng.drop(stage)
+            drop_staged(eng, [stage])
     return PresenceResult(table=out, method=method, rows=n_t, public_rows=n_p, classes=v.groups,
                           achieved=(v.achieved["delta_min"], v.achieved["delta_max"]),
-                          seconds=time.perf_counter() - t0, levels=levels, report=report)
+                          seconds=time.perf_counter() - t0, levels=levels, report=report, dropped=dropped)

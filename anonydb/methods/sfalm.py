@@ -29,15 +29,14 @@ from typing import Any, Iterable
 from ..confidence import ExactKernel, Kernel
 from ..engine import Engine, connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
-from ..generalize import generalize
+from ..generalize import generalize_sql
 from ..hierarchy import EnumeratedHierarchy, Hierarchy
 from ..models.presence import parse_delta
 from ..presence_confident import ConfidenceReport, check_confident, d_marginals, parse_c
 from ..schema import split_list
 from ..sources import open_source
-from ..sqlgen import ident
-from .anatomy import _stage_name
-from .mondrian import _swap
+from ..sqlgen import ident, literal
+from ..publish import drop_staged, guard_target, row_order, stage_name, swap, sweep
 
 
 @dataclass
@@ -64,9 +63,12 @@ class SfalmResult:
 def confident_presence(private: str, qi: str | Iterable[str], *, delta: Any, c: Any, marginals: dict[str, str],
                        hierarchies: dict[str, Hierarchy], out: str, engine: Engine | Any = None, metric: str = "lm",
                        pa: bool = True, mds: bool = True, sd: float | None = 4.0, dc: int | None = None,
-                       exact: bool = False, batch: int = 32, replace: bool = False) -> SfalmResult:
+                       exact: bool = False, batch: int = 32, replace: bool = False,
+                       seed: int | None = None) -> SfalmResult:
     """Release ``private`` (T) at the least-cost full-domain node whose every class is
     c-confident delta-present given the population ``marginals`` (QI -> (value, count) table).
+    The release holds the generalized QIs only (T's other columns are dropped), in the order of a
+    fresh secret (``seed``: a reproducible one).
     ``exact``: every confidence in exact fractions (no SD/DC; small populations only)."""
     t0 = time.perf_counter()
     eng = connect(engine)
@@ -77,8 +79,9 @@ def confident_presence(private: str, qi: str | Iterable[str], *, delta: Any, c: 
         raise InputError(f"metric must be 'lm' (the TR's loss metric) or 'dm', got {metric!r}")
     if not isinstance(out, str) or not out:
         raise InputError("out must name the release table")
-    if eng.exists(out) and not replace:
-        raise InputError(f"{out!r} already exists; choose another name or pass replace=True")
+    guard_target(eng, [out], replace, sources=[private])
+    order = row_order(eng, seed)
+    sweep(eng)
     hierarchies = dict(hierarchies or {})
     for q in qi_cols:
         if q not in hierarchies:
@@ -133,19 +136,20 @@ def confident_presence(private: str, qi: str | Iterable[str], *, delta: Any, c: 
         key = (lambda n: (passed[n]["lm"], sum(n), n)) if metric == "lm" else (lambda n: (passed[n]["dm"], sum(n), n))
         best = min(passed, key=key)
         levels_map = dict(zip(qi_cols, best))
-        stage = _stage_name(eng, out)
+        stage = stage_name()
         try:
-            generalize(eng, priv, levels_map, hierarchies, out=stage)
+            gen = generalize_sql(eng, priv, levels_map, hierarchies, qi_cols)
+            eng.create_table_as(stage, f"SELECT * FROM ({gen.sql}) AS g ORDER BY "
+                                       f"md5_number(CAST(hash(g) AS VARCHAR) || {literal(order.key)})")
             report = check_confident(stage, n_t, qi=qi_cols, delta=(dmin, dmax), c=cc, marginals=marginals,
                                      engine=eng, hierarchies=hierarchies, private=priv, levels=levels_map, sd=sd,
                                      dc=None, exact=exact)
             if not report.holds:
                 raise AnonyDBError(f"verification failed: {report.format()}; nothing was written")
-            _swap(eng, stage, out, False)
+            swap(eng, [(stage, out)])
             stage = None
         finally:
-            if stage is not None and eng.exists(stage):
-                eng.drop(stage)
+            drop_staged(eng, [stage])
     b = passed[best]
     return SfalmResult(table=out, levels=levels_map, lm=b["lm"], dm=b["dm"], confidence=b["confidence"],
                        classes=report.classes, rows=n_t, evaluated=search.evaluated, lattice=len(lattice),

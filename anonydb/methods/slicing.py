@@ -46,7 +46,7 @@ from ..models.sliced_diversity import SlicedLDiversity, SlicedVerdict
 from ..schema import split_list, validate_roles
 from ..sources import open_source
 from ..sqlgen import ident, literal, seed_key
-from .anatomy import _stage_name
+from ..publish import drop_staged, guard_target, row_order, stage_name, sweep
 from .mondrian import _row_ids
 from .slicing_columns import BINS, check_columns, coordinate, describe, partition_attributes, phi2_matrix
 
@@ -66,6 +66,7 @@ class SlicingResult:
     generalized: list[int] = field(default_factory=list)  # indexes of the generalized columns
     moved: list[str] = field(default_factory=list)  # attributes moved out of the computed sensitive column
     membership: MembershipReport | None = None  # with membership=True
+    order: str = ""  # how bucket ids and the permutations within buckets were drawn (secret, or from a seed)
 
     def format(self) -> str:
         lines = [f"slicing: {self.rows} rows in {self.buckets} buckets ({self.rounds} rounds, "
@@ -83,7 +84,7 @@ class SlicingResult:
 def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out: str, engine: Engine | Any = None,
             columns: int | Sequence[Sequence[str]] = 2, alpha: int | None = None, bins: int | None = BINS,
             split_on: str | Iterable[str] | None = None, tries: int | None = None, min_bucket: int | None = None,
-            column_k: int | None = None, hierarchies: dict[str, Hierarchy] | None = None, seed: int = 0,
+            column_k: int | None = None, hierarchies: dict[str, Hierarchy] | None = None, seed: int | None = None,
             replace: bool = False, progress: Callable[[dict[str, Any]], None] | None = None,
             membership: bool = False) -> SlicingResult:
     """Slice ``source`` (QIs and the sensitive attribute) into an l-diverse sliced release ``out``.
@@ -97,7 +98,9 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
     ``column_k``: generalize every column without the sensitive attribute to k-anonymity
     (Mondrian; ``hierarchies`` for its categorical attributes). ``progress`` is called after every
     round with {round, open, checks}. ``membership``: also measure membership disclosure
-    (:func:`anonydb.membership.membership`, against the tuples as released).
+    (:func:`anonydb.membership.membership`, against the tuples as released). ``seed``: the
+    permutations within buckets (and how ties are cut); None permutes by a fresh secret, cutting
+    ties as seed 0 does. ``hierarchies``: each must cover its column, a QI or the sensitive attribute.
     """
     t0 = time.perf_counter()
     eng = connect(engine)
@@ -113,11 +116,20 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
     if bins is not None and (isinstance(bins, bool) or not isinstance(bins, int) or bins < 2):
         raise InputError(f"bins must be an integer >= 2 (or None: no discretization), got {bins!r}")
     min_bucket = min_bucket or max(1, math.ceil(l))
-    seed = int(seed)
+    # the partition (how ties are cut) follows the data and the seed (0 without one); the bucket numbers
+    # and the permutations within buckets follow the release's order key (a fresh secret without a seed)
+    order = row_order(eng, seed)
+    seed = 0 if seed is None else int(seed)
     attrs = qi_cols + [sensitive]
     with eng.scratch("slicing") as s:
         relation = open_source(eng, source, scratch=s)
         types = validate_roles(eng, relation, qi_cols, sensitive, None, label=str(source))
+        for attr, h in (hierarchies or {}).items():
+            if attr not in attrs:
+                raise InputError(f"a hierarchy is given for {attr!r}, which is neither a quasi-identifier "
+                                 f"nor the sensitive attribute (quasi-identifiers: {', '.join(qi_cols)}; "
+                                 f"sensitive: {sensitive})")
+            h.validate(eng, relation, attr, name=str(source))
         phi2: dict[tuple[str, str], float] = {}
         moved: list[str] = []
         if isinstance(columns, int) and not isinstance(columns, bool):
@@ -142,11 +154,8 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
         if not dims:
             raise InputError("no attribute to split buckets on (split_on is empty)")
         names = [f"{out}_c{i + 1}" for i in range(len(cols))]
-        for name in names:
-            if eng.exists(name) and not replace:
-                raise InputError(f"{name!r} already exists; choose another name or pass replace=True")
-        if eng.exists(out) and not replace:
-            raise InputError(f"{out!r} already exists; choose another name or pass replace=True")
+        guard_target(eng, names + [out], replace, sources=[source])
+        sweep(eng)
 
         base, rid = _row_ids(eng, s, relation)
         brid = "rowid" if rid == "rowid" else ident(rid)
@@ -180,12 +189,12 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
         staged: list[str] = []
         try:
             bmap = s.table(eng.render("slicing_release.sql.j2", part="bmap", tup=part.tup,
-                                          key=seed_key(seed, "slicing/buckets")))
+                                          key=order.key64(eng, "slicing/buckets")))
             for i, (col, name) in enumerate(zip(cols, names)):
-                stage = _stage_name(eng, name)
+                stage = stage_name(f"c{i + 1}")
                 eng.create_table_as(stage, eng.render("slicing_release.sql.j2", part="column", tup=part.tup, bmap=bmap,
                                                       vals=vals, rid=vrid, attrs=col,
-                                                      key=seed_key(seed, f"slicing/column/{i}")))
+                                                      key=order.key64(eng, f"slicing/column/{i}")))
                 staged.append(stage)
             verdict = verify(eng, vals, list(zip(staged, cols)), sensitive, model)
             if not verdict.holds:
@@ -193,17 +202,16 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
             stats = eng.fetch_rows(f"SELECT count(*), min(n), avg(n), max(n) FROM (SELECT count(*) AS n FROM "
                                    f"{ident(staged[0])} GROUP BY bucket_id) AS b")[1][0]
             view_sql = eng.render("slicing_release.sql.j2", part="view", tables=list(zip(names, cols)))
-            mem = measure_membership(eng, vals, list(zip(staged, cols)), sensitive, seed=seed) if membership else None
+            mem = (measure_membership(eng, vals, list(zip(staged, cols)), sensitive, seed=seed)
+                   if membership else None)
             _swap_release(eng, list(zip(staged, names)), out, view_sql.sql)
             staged.clear()
         finally:
-            for t in staged:
-                if eng.exists(t):
-                    eng.drop(t)
+            drop_staged(eng, staged)
     return SlicingResult(view=out, tables=names, columns=cols, rows=n, buckets=int(stats[0]), rounds=rounds,
                          seconds=time.perf_counter() - t0, verdict=verdict, phi2=phi2,
                          sizes={"min": float(stats[1]), "mean": float(stats[2]), "max": float(stats[3])},
-                         generalized=generalized, moved=moved, membership=mem)
+                         generalized=generalized, moved=moved, membership=mem, order=order.describe())
 
 
 def _root_worst(eng: Engine, relation: str, qpart: list[str], sensitive: str) -> float:
@@ -354,7 +362,9 @@ def _generalize_columns(eng, s, base, brid, plain, attrs, k, hierarchies, seed):
         rel = s.name()
         hs = {a: h for a, h in (hierarchies or {}).items() if a in col}
         try:
-            anonymize(sub, col, out=rel, engine=eng, k=k, hierarchies=hs, seed=seed, relaxed=True)
+            # slice_rid rides along unjudged: the join key back to the tuples, never published
+            anonymize(sub, col, out=rel, engine=eng, k=k, hierarchies=hs, seed=seed, relaxed=True,
+                      keep=["slice_rid"], _unjudged=("slice_rid",))
         except InfeasibleError as e:
             raise InfeasibleError(f"column {i + 1} ({', '.join(col)}) cannot be generalized to {k}-anonymity: {e}") from e
         for a in col:

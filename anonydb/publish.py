@@ -1,0 +1,304 @@
+"""What a release publishes, in what order, and how it reaches its target: the fail-closed rules
+every method shares.
+
+* **Every column has a role, or it does not leave.** A release carries its quasi-identifiers, its
+  sensitive attribute and the columns the user named to keep (``keep``, ``--keep``, role
+  ``insensitive`` in a spec); identifiers and every unlisted column are dropped and listed
+  (:func:`resolve_columns`). A declared identifier that repeats means several records per person,
+  where k would count rows, not people: refused.
+* **Verified over what is published.** The models are checked on the staged release grouped by
+  every published non-sensitive column (the QIs' labels and ranges, the class id, the kept
+  columns), so a kept column that splits a class fails the release and is named
+  (:func:`verify_published`).
+* **Unpredictable row order.** By default the rows are ordered by a keyed MD5 of each row id with a
+  fresh 128-bit secret from the OS (:func:`row_order`), registered with the engine so that the SQL
+  log and errors show ``<secret>``; it is never stored. An explicit seed gives a reproducible
+  order, which anyone who knows the seed can recompute (the report says so).
+* **Nothing lost.** Staging tables are named ``__anonydb_stage_<pid>_<hex>`` (:func:`stage_name`),
+  swapped into place in one transaction (:func:`swap`); a run first drops the stale ones of runs
+  that were killed (:func:`sweep`). A target is never a source, an existing table or file is
+  replaced only when the user said so, and files are written beside their target and renamed
+  (:func:`export`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .engine import Engine
+from .errors import AnonyDBError, InputError, option
+from .schema import RESERVED_PREFIX, split_list
+from .sqlgen import ident, literal
+
+#: every staging table or view starts with this, then the writing process's id
+STAGE_PREFIX = "__anonydb_stage_"
+#: staging names of releases before this module (``<out>__anonydb_staging``), swept as well
+_LEGACY_STAGE = "__anonydb_staging"
+#: temporary files beside an export target: ``.<name>.anonydb-<pid>-<hex>.tmp``
+_TMP_FILE = re.compile(r"^\..+\.anonydb-(\d+)-[0-9a-f]+\.tmp$")
+
+
+# --- roles -----------------------------------------------------------------------------------------
+@dataclass
+class Columns:
+    """The source's columns by what happens to them in the release."""
+
+    published: list[str]  # QIs, the sensitive attribute and the kept columns, in source order
+    keep: list[str]  # published unchanged at the user's request
+    dropped: list[str] = field(default_factory=list)  # identifiers and columns without a role
+
+
+def resolve_columns(eng: Engine, relation: str, qi: list[str], sensitive: str | None,
+                    identifiers: str | Iterable[str] | None, keep: str | Iterable[str] | None,
+                    label: str) -> Columns:
+    """Sort the columns of ``relation`` into published and dropped; refuse a kept or identifier
+    column that is missing, reserved or given another role, and an identifier that repeats."""
+    cols = [c for c, _ in eng.columns(relation)]
+    ids, kept = split_list(identifiers, "identifiers"), split_list(keep, "keep")
+    roles = {c: "quasi-identifier" for c in qi}
+    if sensitive:
+        roles[sensitive] = "sensitive attribute"
+    for what, names, flag in (("identifier", ids, "identifiers"), ("kept column", kept, "keep")):
+        for c in names:
+            if c not in cols:
+                raise InputError(f"{what} {c!r} ({option(flag)}) not found in {label}; its columns are: "
+                                 f"{', '.join(cols)}")
+            if c in roles:
+                raise InputError(f"{c!r} is given both as {'an' if what[0] == 'i' else 'a'} {what} and as the "
+                                 f"{roles[c]}")
+            if c.startswith(RESERVED_PREFIX):
+                raise InputError(f"column {c!r}: names starting with {RESERVED_PREFIX!r} are reserved by anonydb")
+            roles[c] = what
+    check_identifiers(eng, relation, ids)
+    published = [c for c in cols if c in roles and roles[c] != "identifier"]
+    return Columns(published=published, keep=[c for c in cols if c in kept],
+                   dropped=[c for c in cols if c not in published])
+
+
+def check_identifiers(eng: Engine, relation: str, ids: list[str]) -> None:
+    """A declared identifier names a person: if one repeats, the table holds several records per
+    person and every model would count rows, not people."""
+    if not ids:
+        return
+    one = ("SELECT {c} AS c, CAST(v AS VARCHAR) AS v, n FROM (SELECT {col} AS v, count(*) AS n FROM {rel} "
+           "WHERE {col} IS NOT NULL GROUP BY 1 HAVING count(*) > 1 ORDER BY n DESC, v LIMIT 1) AS t")
+    rows = eng.fetch_rows(" UNION ALL ".join(one.format(c=literal(c), col=ident(c), rel=ident(relation))
+                                             for c in ids))[1]
+    if rows:
+        c, v, n = rows[0]
+        raise InputError(f"identifier {c!r} repeats (value {v!r} is on {n} rows): the table holds several records "
+                         f"per person, and k would count rows, not people; anonydb has no per-person model yet, "
+                         f"so give one row per person")
+
+
+# --- row order ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Order:
+    """The key of a release's row order: a secret (default) or derived from a seed."""
+
+    key: str  # 32 hex digits, inlined in the ordering expression
+    seed: int | None
+
+    @property
+    def recomputable(self) -> bool:
+        return self.seed is not None
+
+    def describe(self) -> str:
+        if self.seed is None:
+            return "random: keyed by a fresh 128-bit secret that was never stored; no one can recompute it"
+        return (f"seeded ({self.seed}): anyone who knows the seed can recompute each row's source position; "
+                f"omit the seed for a secret order")
+
+    def key64(self, eng: Engine, salt: str) -> int:
+        """A 64-bit key for the ``rand``/``unif`` macros (independent per salt), secret with the order."""
+        k = int.from_bytes(hashlib.sha256(f"{self.key}/{salt}".encode()).digest()[:8], "big")
+        if self.seed is None:
+            eng.secret(str(k))
+        return k
+
+
+def row_order(eng: Engine, seed: int | None = None) -> Order:
+    """A fresh secret order (``seed`` None), or the reproducible order of ``seed``."""
+    if seed is None:
+        return Order(eng.secret(secrets.token_hex(16)), None)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"seed must be an integer, got {seed!r}")
+    return Order(hashlib.sha256(f"anonydb-seed/{seed}".encode()).hexdigest()[:32], seed)
+
+
+# --- staging and the swap ----------------------------------------------------------------------------
+def stage_name(role: str = "release") -> str:
+    """A staging table's name: the prefix, this process's id (a sweep keeps a live writer's) and a
+    random part."""
+    return f"{STAGE_PREFIX}{os.getpid()}_{uuid.uuid4().hex[:10]}_{role}"
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep(eng: Engine) -> list[str]:
+    """Drop the staging tables and views left by runs that were killed (their process is gone);
+    return their names."""
+    rows = eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE "
+                          "starts_with(table_name, ?) OR contains(table_name, ?)", [STAGE_PREFIX, _LEGACY_STAGE])[1]
+    gone = []
+    for name, kind in sorted(rows, key=lambda r: r[1] != "VIEW"):
+        m = re.match(re.escape(STAGE_PREFIX) + r"(\d+)_", name)
+        if m and _alive(int(m.group(1))):
+            continue
+        eng.drop(name, view=kind == "VIEW")
+        gone.append(name)
+    return gone
+
+
+def guard_target(eng: Engine, outs: Iterable[str], replace: bool, sources: Iterable[str] = ()) -> None:
+    """Refuse a target that is a source (even with replace) or exists without replace."""
+    srcs = {str(s) for s in sources}
+    for out in outs:
+        if out in srcs:
+            raise InputError(f"the release {out!r} would replace its own source; choose another name ({option('out')})")
+        if eng.exists(out) and not replace:
+            raise InputError(f"{out!r} already exists; choose another name, or replace it with {option('replace')}")
+
+
+def swap(eng: Engine, pairs: list[tuple[str, str]], as_view: bool = False) -> None:
+    """Put verified staging tables in place of their targets (tables or views; a view's rows live
+    in ``<out>__data``), all in one transaction: the old release stays until the new one is in."""
+    names = [t for _, out in pairs for t in (out, out + "__data")]
+    kinds = dict(eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE table_name IN ("
+                                + ", ".join(literal(x) for x in names) + ")")[1])
+    eng.execute("BEGIN TRANSACTION")
+    try:
+        for stage, out in pairs:
+            data = out + "__data"
+            if out in kinds:
+                eng.drop(out, view=kinds[out] == "VIEW")
+            if data in kinds and (as_view or kinds.get(out) == "VIEW"):
+                eng.drop(data, view=kinds[data] == "VIEW")
+            if as_view:
+                eng.rename(stage, data)
+                eng.execute(f"CREATE VIEW {ident(out)} AS SELECT * FROM {ident(data)}")
+            else:
+                eng.rename(stage, out)
+        eng.execute("COMMIT")
+    except BaseException:
+        eng.execute("ROLLBACK")
+        raise
+
+
+def drop_staged(eng: Engine, names: Iterable[str]) -> None:
+    for n in names:
+        if n and eng.exists(n):
+            eng.drop(n)
+
+
+# --- verification over every published column ------------------------------------------------------------
+def verify_published(eng: Engine, stage: str, sensitive: str | None, models: list, keep: list[str],
+                     what: str = "release", exclude: Iterable[str] = (), **check_args: Any) -> Any:
+    """Check ``models`` on the staged release grouped by every published column but the sensitive
+    one; raise (nothing is written) if one fails, naming the kept columns when they are the cause.
+    ``exclude``: columns an internal caller drops before publishing (not judged)."""
+    from .checker import check
+
+    cols = [c for c, _ in eng.columns(stage) if c != sensitive and c not in set(exclude)]
+    report = check(stage, cols, sensitive, models=models, engine=eng, max_groups=3, **check_args)
+    if report.holds:
+        return report
+    bad = next(v for v in report.verdicts if not v.holds)
+    if keep:
+        without = [c for c in cols if c not in keep]
+        if check(stage, without, sensitive, models=models, engine=eng, max_groups=1, **check_args).holds:
+            raise AnonyDBError(f"the kept column(s) {', '.join(keep)} break {bad.model} ({bad.violating_groups} "
+                               f"groups over the published columns violate it); drop them from {option('keep')} or "
+                               f"make them quasi-identifiers; nothing was written")
+    g = bad.violations[0] if bad.violations else None
+    where = f"; e.g. a group of {g.size} rows, value {g.value}" if g else ""
+    raise AnonyDBError(f"verification failed: {bad.model} does not hold on the {what} ({bad.violating_groups} groups "
+                       f"violate){where}; nothing was written")
+
+
+# --- files --------------------------------------------------------------------------------------------------
+def guard_file(path: str | Path, replace: bool, inputs: Iterable[str | Path] = (), flag: str = "export",
+               need_folder: bool = True) -> Path:
+    """Refuse an export target that is an input (even with replace), a directory, or an existing
+    file without replace."""
+    p = Path(path)
+    for x in inputs:
+        if x is not None and Path(x).exists() and p.exists() and p.resolve() == Path(x).resolve():
+            raise InputError(f"{option(flag)} {str(path)!r} is an input of this run; choose another path")
+    if p.is_dir():
+        raise InputError(f"{option(flag)} {str(path)!r} is a directory; give a file path")
+    if need_folder and not p.parent.is_dir():
+        raise InputError(f"{option(flag)} {str(path)!r}: the folder {str(p.parent)!r} does not exist")
+    if p.exists() and not replace:
+        raise InputError(f"{option(flag)} {str(path)!r} already exists; choose another path, or replace it with "
+                         f"{option('replace')}")
+    return p
+
+
+def tmp_beside(path: Path) -> Path:
+    """A temporary file beside ``path`` (swept by :func:`sweep_files` if its writer dies)."""
+    sweep_files(path.parent)
+    return path.with_name(f".{path.name}.anonydb-{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+
+
+def sweep_files(folder: Path) -> None:
+    """Remove the temporary export files of dead writers in ``folder``."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for f in entries:
+        m = _TMP_FILE.match(f.name)
+        if m and not _alive(int(m.group(1))):
+            try:
+                f.unlink()
+            except OSError:
+                pass
+
+
+def export(eng: Engine, parts: list[tuple[str, Path]]) -> list[str]:
+    """COPY every (table, path) to a temporary file beside its path, then rename all into place;
+    on failure no target is touched."""
+    done: list[tuple[Path, Path]] = []
+    try:
+        for table, path in parts:
+            fmt = "PARQUET" if path.suffix.lower() == ".parquet" else "CSV, HEADER"
+            tmp = tmp_beside(path)
+            done.append((tmp, path))
+            eng.execute(f"COPY (SELECT * FROM {ident(table)}) TO {literal(str(tmp))} (FORMAT {fmt})")
+        for tmp, path in done:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in done:
+            if tmp.exists():
+                tmp.unlink()
+    return [str(p) for _, p in done]
+
+
+def publication_lines(dropped: list[str], kept: list[str], order: str) -> list[str]:
+    """What a result's text says about what was (not) published and how the rows are ordered."""
+    lines = []
+    if dropped:
+        lines.append(f"  not published (no role): {', '.join(dropped)}; publish one unchanged with {option('keep')}")
+    if kept:
+        lines.append(f"  kept unchanged at your request: {', '.join(kept)}")
+    if order:
+        lines.append(f"  row order: {order}")
+    return lines
