@@ -331,28 +331,29 @@ def _demo(args) -> int:
     return run_demo(rows=args.rows, seed=args.seed, k=args.k, l=_int_if_whole(args.l), t=args.t)
 
 
-class Interrupted(BaseException):
-    """SIGTERM, raised where the run is so that its clean-up runs (like KeyboardInterrupt for SIGINT)."""
-
-
-#: the signal that stopped the run, if one did (DuckDB turns the exception raised inside a query
-#: into its own "Query interrupted" error, so the handler also leaves its name here)
+#: the signal that stopped the run, if one did
 _STOPPED_BY: list[str] = []
 
 
 def _on_signal(signum, frame):
+    """Record the signal and stop the run at its next statement (:func:`anonydb.engine.request_stop`):
+    the statement running now finishes (DuckDB's interrupt can leave a recursive statement
+    spinning), then the run unwinds through its clean-up."""
     import signal
 
-    name = signal.Signals(signum).name
-    _STOPPED_BY.append(name)
-    raise KeyboardInterrupt(name) if name == "SIGINT" else Interrupted(name)
+    from .engine import request_stop
+
+    _STOPPED_BY.append(signal.Signals(signum).name)
+    request_stop(_STOPPED_BY[0])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     import signal
+    import threading
     import traceback
 
-    from .errors import cli_surface
+    from . import engine as _engine
+    from .errors import Interrupted, cli_surface
 
     try:
         args = _parser().parse_args(argv)
@@ -361,16 +362,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     token = cli_surface()
     previous: dict[int, Any] = {}
     _STOPPED_BY.clear()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
+    _engine._STOP.clear()
+    if threading.current_thread() is threading.main_thread():  # elsewhere the caller owns the signals
+        for sig in (signal.SIGTERM, signal.SIGINT):
             previous[sig] = signal.signal(sig, _on_signal)
-        except ValueError:  # not the main thread: no handler (the caller owns the signals)
-            pass
     try:
         return _COMMANDS[args.command](args)
     except (KeyboardInterrupt, Interrupted, Exception) as e:  # noqa: BLE001 -- every error is 2 and one line
-        if _STOPPED_BY or isinstance(e, (KeyboardInterrupt, Interrupted)):
-            what = _STOPPED_BY[0] if _STOPPED_BY else "SIGINT"
+        stopped = _STOPPED_BY or _engine._STOP
+        if stopped or isinstance(e, (KeyboardInterrupt, Interrupted)):
+            what = stopped[0] if stopped else "SIGINT"
             print(f"anonydb: error: interrupted by {what}; the run was rolled back and nothing was written",
                   file=sys.stderr)
             return 2
@@ -381,6 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        _engine._STOP.clear()
         from .errors import _SURFACE
 
         _SURFACE.reset(token)
@@ -527,7 +529,13 @@ def _release(args: argparse.Namespace) -> int:
             print(json.dumps(release_report(rel), indent=2) if rel.tables else
                   json.dumps({"table": rel.table, "files": rel.files, "holds": rel.holds, "rows": rel.rows}, indent=2))
         else:
-            print(rel.format())
+            from .errors import _SURFACE, cli_surface
+
+            token = cli_surface("spec")  # the text's hints name the spec's keys
+            try:
+                print(rel.format())
+            finally:
+                _SURFACE.reset(token)
             where = ", ".join(rel.files) if rel.files else ", ".join(f"{k}: {v}" for k, v in rel.tables.items())
             print(f"released {rel.rows} rows to {where} in {rel.seconds:.2f} s ({len(rel.sql)} statements)")
             sp = rel.spec

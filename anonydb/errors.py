@@ -19,6 +19,12 @@ class InfeasibleError(AnonyDBError):
     """The request cannot be met by any release of this data (e.g. k larger than the table)."""
 
 
+class Interrupted(BaseException):
+    """A signal (SIGINT, SIGTERM) asked the run to stop: raised at the next statement, so that every
+    clean-up (staging tables dropped, transactions rolled back) runs; a BaseException, so that no
+    ``except Exception`` swallows it."""
+
+
 class SQLError(AnonyDBError):
     """A generated statement failed; ``sql`` and ``template`` say which."""
 
@@ -38,8 +44,15 @@ _CLI_SPELLING = {"out": "--out", "replace": "--replace", "keep": "--keep", "iden
                  "export": "--export", "seed": "--seed", "db": "--db", "html": "--html"}
 
 
+_SPEC_SPELLING = {"keep": "role insensitive", "replace": "output: {replace: true}",
+                  "out": "output: {table: ...}", "identifiers": "role identifier (attributes:)", "seed": "seed:"}
+
+
 def option(name: str) -> str:
-    """How the user spells option ``name`` where they are: ``--name`` in the CLI, ``name=...`` in Python."""
+    """How the user spells option ``name`` where they are: ``--name`` in the CLI, ``name=...`` in Python,
+    the key in a release spec."""
+    if _SURFACE.get() == "spec" and name in _SPEC_SPELLING:
+        return _SPEC_SPELLING[name]
     if _SURFACE.get() == "cli" and "." not in name:
         return _CLI_SPELLING.get(name, "--" + name.replace("_", "-"))
     if "." in name:  # a spec key
@@ -47,6 +60,6 @@ def option(name: str) -> str:
     return {"replace": "replace=True"}.get(name, f"{name}=")
 
 
-def cli_surface() -> "_cv.Token[str]":
-    """Mark the current context as the command line (see :func:`option`)."""
-    return _SURFACE.set("cli")
+def cli_surface(surface: str = "cli") -> "_cv.Token[str]":
+    """Mark the current context as the command line, or a release spec (see :func:`option`)."""
+    return _SURFACE.set(surface)

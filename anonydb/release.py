@@ -210,6 +210,16 @@ def run_spec(spec: Spec | str | Path, *, db: str | None = None, engine: Engine |
     if sp.format == "duckdb" and engine is None and not (db or sp.database):
         raise InputError(f"{sp.where('output', 'format')}: format duckdb writes tables into a database; give "
                          f"--db FILE or database: in the spec (or format parquet/csv with a path)")
+    from .errors import _SURFACE, cli_surface
+
+    token = cli_surface("spec")
+    try:
+        return _run_spec(sp, eng, db, progress, write_files)
+    finally:
+        _SURFACE.reset(token)
+
+
+def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files: bool) -> Release:
     start = len(eng.log)
     t0 = time.perf_counter()
     files_out = sp.format in ("parquet", "csv")
@@ -246,6 +256,9 @@ def run_spec(spec: Spec | str | Path, *, db: str | None = None, engine: Engine |
             write_report(rep, html=sp.report_html, json_path=sp.report_json)
         if files_out:  # the staging tables go; the release lives in its files
             rel.table, rel.tables = sp.table, {}
+            for attr in ("table", "view"):  # the result's text names the release, not its staging table
+                if isinstance(getattr(rel.result, attr, None), str):
+                    setattr(rel.result, attr, sp.table)
     finally:
         if files_out:
             _drop_release(eng, out)

@@ -370,7 +370,11 @@ def test_bt_mondrian_properties(engine, rows, t, k, relaxed):
     w = worst_d(list(classes.values()))
     assert w <= t + 1e-12
     bt = next(v for v in r.report.verdicts if v.model == "(B,t)-privacy")
-    assert bt.achieved["t"] == pytest.approx(w, abs=1e-9)
+    # judged on Mondrian's partitions; relaxed partitions with the same box are published as one
+    # class (above, by the oracle), where the worst distance can only differ, and holds as well
+    assert bt.achieved["t"] <= t + 1e-12
+    if not relaxed:
+        assert bt.achieved["t"] == pytest.approx(w, abs=1e-9)
 
 
 def test_bt_infeasible_and_bad_input(engine):

@@ -197,3 +197,29 @@ def test_property_published_groups_meet_k(engine, rows, k, method, keep):
         assert sum(c for *_, c in got) == sum(src.values())
         for lo, hi, c in got:
             assert sum(v for a, v in src.items() if lo <= a <= hi) >= c
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=tables(), method=st.sampled_from(["slicing", "injector"]))
+def test_property_slicing_and_injector_publish_their_attributes_only(engine, rows, method):
+    """The other methods: only the QIs and the sensitive attribute leave (no extra column, whatever
+    the table holds), every row is accounted for, and every bucket or group holds >= l rows."""
+    engine.drop("out", view=True)
+    for t in ("src", "out_qit", "out_st", "out_c1", "out_c2"):
+        engine.drop(t)
+    make_table(engine, "src", COLS, rows)
+    try:
+        r = anonydb.anonymize("src", ["age", "sex"], "dis", method=method, out="out", engine=engine, l=2,
+                              **({"min_exp": 0.99} if method == "injector" else {}))
+    except (InfeasibleError, AnonyDBError):
+        assert not engine.exists("out_qit") and not engine.exists("out_c1")
+        return
+    published = {c for t in r.tables.values() for c, _ in engine.columns(t)}
+    assert published <= {"age", "sex", "dis", "bucket_id", "row_in_bucket", "group_id", "count"}
+    assert r.dropped == ["pid", "extra1", "extra2"] and "secret" in r.order
+    if method == "injector":
+        assert engine.scalar("SELECT count(*) FROM out_qit") == len(rows)
+        assert engine.scalar("SELECT min(n) FROM (SELECT count(*) AS n FROM out_qit GROUP BY group_id)") >= 2
+    else:
+        assert engine.scalar("SELECT count(*) FROM out_c1") == len(rows)
+        assert engine.scalar("SELECT min(n) FROM (SELECT count(*) AS n FROM out_c1 GROUP BY bucket_id)") >= 2

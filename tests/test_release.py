@@ -295,6 +295,10 @@ def test_html_report_structure_and_values(engine, tmp_path):
             "utility"} <= p.ids
     assert p.tags["svg"] == 2 and p.tags["rect"] == len(rep["classes"]["histogram"]) + 3
     assert "k-anonymity" in page and "every model holds" in page
+    # what was not published and how the rows are ordered, in the JSON and on the page
+    dropped = [c for c, _ in engine.columns("people") if c not in ("age", "zip", "sex", "disease")]
+    assert rep["publication"] == {"dropped": dropped, "kept": [], "order": rel.order} and "ssn" in dropped
+    assert "secret" in rel.order and f"<th>not published (no role)</th><td>{', '.join(dropped)}</td>" in page
 
 
 def test_html_escapes_names(engine):

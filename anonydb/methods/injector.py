@@ -24,7 +24,7 @@ spec-injector-tradeoff-foreground 2.5].
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import numpy as np
@@ -37,7 +37,7 @@ from ..models.matching_diversity import check_l, group_verdicts
 from ..schema import split_list, validate_roles
 from ..sources import open_source
 from ..sqlgen import ident, literal
-from ..publish import drop_staged, guard_target, row_order, stage_name, swap, sweep
+from ..publish import publication_lines, drop_staged, guard_target, row_order, stage_name, swap, sweep
 from .anatomy import check_pair_counts
 
 
@@ -57,6 +57,8 @@ class InjectorResult:
     mine_seconds: float
     examples: list[str]
     report: Any = None  # anonydb.checker.Report: the verification's matching l-diversity verdict
+    dropped: list[str] = field(default_factory=list)  # source columns not published (all but the QIs and SA)
+    order: str = ""  # how the QIT's rows are ordered and groups filled (secret, or from a seed)
 
     def format(self) -> str:
         prof = ", ".join(f"N_{i} {100 * p:.1f}%" for i, p in sorted(self.profile.items()))
@@ -64,7 +66,8 @@ class InjectorResult:
                 f"(group_id, sensitive value, count) in {self.seconds:.2f} s (mining {self.mine_seconds:.2f} s)\n"
                 f"  knowledge: {self.rules} minimal negative association rules ({self.rules_total} in all); {prof}\n"
                 f"  verified: matching l-diversity holds (every tuple has >= {self.min_valid} valid values); "
-                f"{self.leftovers} tuples placed after grouping, {self.merges} merges")
+                f"{self.leftovers} tuples placed after grouping, {self.merges} merges"
+                + "".join("\n" + x for x in publication_lines(self.dropped, [], self.order)))
 
 
 def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out: str, min_exp: float = 0.9,
@@ -88,6 +91,7 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
     try:
         with eng.scratch("injector") as s:
             rel = open_source(eng, source, scratch=s)
+            dropped = [c for c, _ in eng.columns(rel) if c not in qi_cols and c != sensitive]
             validate_roles(eng, rel, qi_cols, sensitive, None, label=str(source))
             n = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}"))
             if n < lv:
@@ -155,7 +159,8 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
         drop_staged(eng, staged)
     return InjectorResult(qit=qit_name, st=st_name, rows=n, groups=n_groups, rules=kb.minimal, rules_total=kb.total,
                           profile=kb.profile, leftovers=len(leftovers), merges=merges, min_valid=min_valid,
-                          seconds=time.perf_counter() - t0, mine_seconds=mine_s, examples=kb.examples, report=report)
+                          seconds=time.perf_counter() - t0, mine_seconds=mine_s, examples=kb.examples, report=report,
+                          dropped=dropped, order=order.describe())
 
 
 def _report(eng: Engine, qit: str, st: str, qi: list[str], sensitive: str, kb: Rules, l: int, min_valid: int,

@@ -46,7 +46,7 @@ from ..models.sliced_diversity import SlicedLDiversity, SlicedVerdict
 from ..schema import split_list, validate_roles
 from ..sources import open_source
 from ..sqlgen import ident, literal, seed_key
-from ..publish import drop_staged, guard_target, row_order, stage_name, sweep
+from ..publish import drop_staged, guard_target, publication_lines, row_order, stage_name, sweep
 from .mondrian import _row_ids
 from .slicing_columns import BINS, check_columns, coordinate, describe, partition_attributes, phi2_matrix
 
@@ -67,6 +67,7 @@ class SlicingResult:
     moved: list[str] = field(default_factory=list)  # attributes moved out of the computed sensitive column
     membership: MembershipReport | None = None  # with membership=True
     order: str = ""  # how bucket ids and the permutations within buckets were drawn (secret, or from a seed)
+    dropped: list[str] = field(default_factory=list)  # source columns not published (all but the attributes)
 
     def format(self) -> str:
         lines = [f"slicing: {self.rows} rows in {self.buckets} buckets ({self.rounds} rounds, "
@@ -77,7 +78,7 @@ class SlicingResult:
                  *([f"  moved out of the sensitive column (it made even one bucket fail l-diversity): "
                     f"{', '.join(self.moved)}"] if self.moved else []),
                  f"  release: view {self.view} over {', '.join(self.tables)}",
-                 f"  verified: {self.verdict.format()}"]
+                 f"  verified: {self.verdict.format()}", *publication_lines(self.dropped, [], self.order)]
         return "\n".join(lines)
 
 
@@ -123,6 +124,7 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
     attrs = qi_cols + [sensitive]
     with eng.scratch("slicing") as s:
         relation = open_source(eng, source, scratch=s)
+        dropped = [c for c, _ in eng.columns(relation) if c not in attrs]
         types = validate_roles(eng, relation, qi_cols, sensitive, None, label=str(source))
         for attr, h in (hierarchies or {}).items():
             if attr not in attrs:
@@ -211,7 +213,8 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
     return SlicingResult(view=out, tables=names, columns=cols, rows=n, buckets=int(stats[0]), rounds=rounds,
                          seconds=time.perf_counter() - t0, verdict=verdict, phi2=phi2,
                          sizes={"min": float(stats[1]), "mean": float(stats[2]), "max": float(stats[3])},
-                         generalized=generalized, moved=moved, membership=mem, order=order.describe())
+                         generalized=generalized, moved=moved, membership=mem, order=order.describe(),
+                         dropped=dropped)
 
 
 def _root_worst(eng: Engine, relation: str, qpart: list[str], sensitive: str) -> float:
