@@ -11,14 +11,16 @@ _root = _os.path.dirname(_here)
 if not _os.path.isdir(_os.path.join(_here, "udfs")) and _os.path.isfile(_os.path.join(_root, "udfs", "__init__.py")):
     __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
 
-from .engine import DuckDBEngine, Engine, connect  # noqa: E402
+from .engines.duckdb import DuckDBEngine  # noqa: E402
+from .engines.base import Engine  # noqa: E402
+from .engines import connect  # noqa: E402
 from .errors import AnonyDBError, InfeasibleError, InputError, SQLError  # noqa: E402
 from .checker import Report, check  # noqa: E402
 from .hierarchy import Hierarchy  # noqa: E402
 from .generalize import generalize  # noqa: E402
 from .sqlfuncs import register, unregister  # noqa: E402
-from .release import Release, anonymize, plan_spec, run_spec, spec_report  # noqa: E402
-from .spec import Spec, SpecError, load_spec  # noqa: E402
+from .workflow.jobs import Release, anonymize, plan_spec, run_spec, spec_report  # noqa: E402
+from .workflow.spec import Spec, SpecError, load_spec  # noqa: E402
 
 __version__ = "0.1.0"
 

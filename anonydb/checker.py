@@ -15,7 +15,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterable
 
-from .engine import Engine, connect
+from .engines.base import Engine
+from .engines import connect
 from .errors import InputError
 from .models import (AlphaKAnonymity, DeltaDisclosure, GroupContext, GroupViolation, KAnonymity, LDiversity, Model,
                      NTCloseness, TCloseness, Verdict)
@@ -175,7 +176,7 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
         raise InputError(f"max_groups must be an integer >= 0 or None, got {max_groups!r}")
     if any(getattr(m, "needs_members", False) for m in models):
         raise InputError("(B,t)-privacy judges each tuple's exact QIs against its group: check a release with "
-                         "anonydb.audit.audit_distribution (rows with their group and exact QIs)")
+                         "anonydb.attacks.audit.audit_distribution (rows with their group and exact QIs)")
     hierarchies = dict(hierarchies or {})
 
     with eng.scratch("check") as s:
@@ -223,7 +224,7 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
             sa_hierarchy=hierarchies.get(sensitive) if sensitive else None, scratch=s, qi_columns=qi_cols,
             coding=coding, keytype=_keytype(coding) if coding else "BIGINT",
         )
-        verdicts = [_evaluate(m, ctx, limit, dict_table) for m in models]
+        verdicts = [evaluate_model(m, ctx, limit, dict_table) for m in models]
     return Report(source=label, qi=qi_cols, sensitive=sensitive, rows=int(total), groups=ngroups,
                   smallest_group=smallest, largest_group=largest, verdicts=verdicts)
 
@@ -275,7 +276,7 @@ def _value(num: Any, den: Any) -> Any:
     return float(num) / float(den)
 
 
-def _evaluate(model: Model, ctx: GroupContext, limit: int, dict_table: str | None) -> Verdict:
+def evaluate_model(model: Model, ctx: GroupContext, limit: int, dict_table: str | None) -> Verdict:
     eng, s = ctx.engine, ctx.scratch
     model.prepare(ctx)
     verdicts = model.verdicts(ctx).sql

@@ -18,7 +18,7 @@ import numbers
 import os
 from pathlib import Path
 
-from .engine import Engine
+from .engines.base import Engine
 from .errors import InputError
 from .sqlgen import literal
 

@@ -39,7 +39,7 @@ class SQLError(AnonyDBError):
 # --replace there and replace=True in Python.
 import contextvars as _cv
 
-_SURFACE: _cv.ContextVar[str] = _cv.ContextVar("anonydb_surface", default="python")
+SURFACE: _cv.ContextVar[str] = _cv.ContextVar("anonydb_surface", default="python")
 _CLI_SPELLING = {"out": "--out", "replace": "--replace", "keep": "--keep", "identifiers": "--identifiers",
                  "export": "--export", "seed": "--seed", "db": "--db", "html": "--html"}
 
@@ -51,9 +51,9 @@ _SPEC_SPELLING = {"keep": "role insensitive", "replace": "output: {replace: true
 def option(name: str) -> str:
     """How the user spells option ``name`` where they are: ``--name`` in the CLI, ``name=...`` in Python,
     the key in a release spec."""
-    if _SURFACE.get() == "spec" and name in _SPEC_SPELLING:
+    if SURFACE.get() == "spec" and name in _SPEC_SPELLING:
         return _SPEC_SPELLING[name]
-    if _SURFACE.get() == "cli" and "." not in name:
+    if SURFACE.get() == "cli" and "." not in name:
         return _CLI_SPELLING.get(name, "--" + name.replace("_", "-"))
     if "." in name:  # a spec key
         return f"{name}:"
@@ -62,4 +62,4 @@ def option(name: str) -> str:
 
 def cli_surface(surface: str = "cli") -> "_cv.Token[str]":
     """Mark the current context as the command line, or a release spec (see :func:`option`)."""
-    return _SURFACE.set(surface)
+    return SURFACE.set(surface)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .engine import Engine
+from .engines.base import Engine
 from .errors import InputError
 from .sqlgen import ident
 

@@ -13,7 +13,7 @@ import csv
 import re
 from pathlib import Path
 
-from .engine import Engine
+from .engines.base import Engine
 from .errors import InputError, SQLError
 from .sqlgen import literal, temp_name
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 
-from .engine import DuckDBEngine, connect
+from .engines.duckdb import DuckDBEngine
+from .engines import connect
 from .udfs import register as register_udfs
 from .udfs import unregister as unregister_udfs
 

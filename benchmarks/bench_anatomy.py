@@ -88,7 +88,7 @@ def cmd_scale(args) -> None:
 
 def cmd_queries(args) -> None:
     from anonydb.datasets import load_adult
-    from anonydb.queries import query_error, workload
+    from anonydb.utility.queries import query_error, workload
 
     eng = anonydb.connect()
     load_adult(eng, "adult")

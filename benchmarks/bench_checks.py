@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     synthetic_census(e, "census", rows=args.rows, seed=args.seed)
     gen = time.perf_counter() - t0
     if args.release:
-        from anonydb.demo import LADDER, census_hierarchies
+        from anonydb.workflow.demo import LADDER, census_hierarchies
         from anonydb.generalize import generalize
 
         generalize(e, "census", dict(zip(CENSUS_QIS, LADDER[2])), census_hierarchies(), out="census_release")

@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:
 import anonydb  # noqa: E402
 from anonydb.datasets import load_adult  # noqa: E402
 from anonydb.errors import InfeasibleError  # noqa: E402
-from anonydb.foreground import foreground_attack  # noqa: E402
+from anonydb.attacks.foreground import foreground_attack  # noqa: E402
 from anonydb.methods import anatomy, anonymize  # noqa: E402
 
 QIS = ["age", "workclass", "marital-status", "occupation", "race"]

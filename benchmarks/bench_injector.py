@@ -27,10 +27,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import anonydb  # noqa: E402
-from anonydb.audit import audit_distribution, audit_rules  # noqa: E402
+from anonydb.attacks.audit import audit_distribution, audit_rules  # noqa: E402
 from anonydb.errors import InfeasibleError  # noqa: E402
 from anonydb.hierarchy import Hierarchy  # noqa: E402
-from anonydb.knowledge import mine_rules  # noqa: E402
+from anonydb.attacks.knowledge import mine_rules  # noqa: E402
 from anonydb.methods import anatomy, anonymize, injector  # noqa: E402
 
 QIS = ["age", "workclass", "education", "marital-status", "race", "sex"]
@@ -160,8 +160,8 @@ def cmd_bt(args):
 
 
 def cmd_omega(args):
-    from anonydb.posterior import exact_posterior, omega_estimate, variational
-    from anonydb.prior import kernel_prior
+    from anonydb.attacks.posterior import exact_posterior, omega_estimate, variational
+    from anonydb.models.prior import kernel_prior
 
     eng, hs = adult()
     t = time.perf_counter()

@@ -57,8 +57,8 @@ def main() -> None:
         "t", "p", QI, delta="0.05,0.15", out="fd", engine=eng, hierarchies=hs, replace=True))
     timed("Mondrian (MPALM-like)", lambda: presence_anonymize(
         "t", "p", QI, delta="0.05,0.15", out="md", engine=eng, method="mondrian", hierarchies=hs, replace=True))
-    from anonydb.methods.sfalm import confident_presence
-    from anonydb.presence_confident import population_marginals
+    from anonydb.methods.presence import confident_presence
+    from anonydb.presence import population_marginals
 
     q4 = ["age", "workclass", "education", "marital-status"]
     q7 = q4 + ["occupation", "race", "sex"]

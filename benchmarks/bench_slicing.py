@@ -41,7 +41,7 @@ ADULT = ["sex", "age", "race", "marital-status", "education", "native-country", 
 
 def cmd_adult(args) -> None:
     from anonydb.datasets import load_adult
-    from anonydb.membership import anatomy_membership
+    from anonydb.attacks.membership import anatomy_membership
 
     eng = anonydb.connect()
     load_adult(eng, "adult")
@@ -63,7 +63,7 @@ def cmd_adult(args) -> None:
     print("|---|---|---|---|---|---|---|")
     print(f"| slicing l=5 c=3 | {statistics.median(runs):.2f} | {', '.join(f'{x:.2f}' for x in runs)} | {r.buckets} | "
           f"{r.rounds} | {r.verdict.worst:.4f} | {r.verdict.holds} |")
-    from anonydb.queries import query_error, workload
+    from anonydb.utility.queries import query_error, workload
 
     qs = workload(eng, "adult", ADULT, "occupation", n=args.queries, dim=2, sel=0.1, seed=1)
     t = time.perf_counter()

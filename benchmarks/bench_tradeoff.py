@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
 
 import anonydb  # noqa: E402
 from anonydb.hierarchy import Hierarchy  # noqa: E402
-from anonydb.tradeoff import sweep, write_frontier_html  # noqa: E402
+from anonydb.workflow.tradeoff import sweep, write_frontier_html  # noqa: E402
 
 QIS = ["age", "workclass", "education", "marital-status", "race", "sex"]
 K = (10, 50, 100, 200, 500, 1000, 2000, 5000)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import anonydb
 from anonydb.datasets import load_adult
-from anonydb.membership import anatomy_membership
+from anonydb.attacks.membership import anatomy_membership
 from anonydb.methods import anatomy, slicing
-from anonydb.queries import query_error, workload
+from anonydb.utility.queries import query_error, workload
 
 QI = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anonydb.cli import main
+from anonydb.workflow.cli import main
 from anonydb.errors import AnonyDBError, InfeasibleError, InputError
 from anonydb.methods import anatomy
 

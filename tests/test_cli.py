@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from anonydb.cli import main
+from anonydb.workflow.cli import main
 from conftest import need_shared
 
 

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anonydb.audit import audit_distribution
+from anonydb.attacks.audit import audit_distribution
 from anonydb.errors import InfeasibleError, InputError
 from anonydb.hierarchy import Hierarchy
 from anonydb.methods.mondrian import anonymize
-from anonydb.posterior import exact_posterior, likelihood, omega_estimate, variational
-from anonydb.prior import kernel_prior
+from anonydb.attacks.posterior import exact_posterior, likelihood, omega_estimate, variational
+from anonydb.models.prior import kernel_prior
 
 from conftest import make_table, need_shared
 
@@ -416,7 +416,7 @@ def adult(request):
     import duckdb
 
     from anonydb.datasets import adult_hierarchy_paths, load_adult
-    from anonydb.engine import connect
+    from anonydb.engines import connect
 
     folder = need_shared() / "adult"
     eng = connect(duckdb.connect())

@@ -12,11 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from anonydb.errors import InfeasibleError
-from anonydb.evaluate import evaluate
+from anonydb.workflow.evaluate import evaluate
 from anonydb.hierarchy import Hierarchy
 from anonydb.methods import anatomy, anonymize
-from anonydb.tradeoff import (TradeoffPoint, frontier, information, js, p_loss, sweep, u_loss,
-                              write_frontier_html)
+from anonydb.workflow.tradeoff import TradeoffPoint, frontier, information, js, p_loss, sweep, u_loss, write_frontier_html
 
 from conftest import make_table, need_shared
 
@@ -287,8 +286,8 @@ def test_bad_input(engine):
 def test_cli_evaluate_and_tradeoff(tmp_path, capsys):
     import json
 
-    from anonydb.cli import main
-    from anonydb.engine import DuckDBEngine
+    from anonydb.workflow.cli import main
+    from anonydb.engines.duckdb import DuckDBEngine
 
     db = str(tmp_path / "w.duckdb")
     eng = DuckDBEngine(db)
@@ -324,7 +323,7 @@ def test_cli_evaluate_and_tradeoff(tmp_path, capsys):
 def test_evaluate_runs_the_foreground_attack(engine):
     """evaluate(..., foreground=...) is the foreground module on the same groups: equal results
     whether the release is read by evaluate or given to foreground_attack directly."""
-    from anonydb.foreground import foreground_attack
+    from anonydb.attacks.foreground import foreground_attack
 
     rnd = random.Random(8)
     rows = [(i, rnd.choice("ab"), rnd.choice("xy"), rnd.choice(["s1", "s2", "s3"])) for i in range(200)]
@@ -349,7 +348,7 @@ def test_sweep_compares_every_method(engine):
                engine=engine, hierarchies=h)
     fd, sl, an = sw.points
     assert not any(math.isnan(p.p_loss) for p in sw.points), [p.note for p in sw.points]
-    from anonydb.release import anonymize as release
+    from anonydb.workflow.jobs import anonymize as release
     r = release("src", ["x", "y"], "s", method="fulldomain", out="fd", engine=engine, hierarchies=h, k=5)
     assert fd.p_loss == pytest.approx(p_loss(engine, r.table, "eq_class", "s"))
     assert fd.u_loss == pytest.approx(u_loss("src", ["x", "y"], "s", engine=engine, hierarchies=h, table=r.table).value)
@@ -363,8 +362,8 @@ def test_sweep_compares_every_method(engine):
 def test_cli_evaluate_foreground_writes_the_risks(tmp_path, capsys):
     import json
 
-    from anonydb.cli import main
-    from anonydb.engine import DuckDBEngine
+    from anonydb.workflow.cli import main
+    from anonydb.engines.duckdb import DuckDBEngine
 
     db = str(tmp_path / "w.duckdb")
     eng = DuckDBEngine(db)

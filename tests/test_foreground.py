@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anonydb.errors import InputError
-from anonydb.foreground import foreground_attack, posterior_x, sample_size
+from anonydb.attacks.foreground import foreground_attack, posterior_x, sample_size
 from conftest import make_table, need_shared
 
 

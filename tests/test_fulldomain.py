@@ -345,7 +345,7 @@ def test_cli_json_hand_worked(tmp_path, capsys):
     """The CLI on the hand-worked table (k = 2, max suppression 0.34, metric dm): --json gives the
     level vector in --qi order (y before x here) and the metric values of test_hand_worked_suppression:
     x at level 1, y at level 0, DM 12 (against 20 for the other minimal node)."""
-    from anonydb.cli import main
+    from anonydb.workflow.cli import main
 
     src = tmp_path / "hand.csv"
     src.write_text("id;x;y;s\n" + "".join(f"{i};{x};{y};{s}\n" for i, x, y, s in HAND))

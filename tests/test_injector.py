@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import anonydb
-from anonydb.audit import audit_rules
+from anonydb.attacks.audit import audit_rules
 from anonydb.errors import InfeasibleError, InputError
 from anonydb.hierarchy import Hierarchy
-from anonydb.knowledge import describe, mine_rules, threshold
+from anonydb.attacks.knowledge import describe, mine_rules, threshold
 from anonydb.methods.injector import injector
 from anonydb.models.matching_diversity import group_verdicts, valid_counts
 from anonydb.udfs.core import matching_pairing
@@ -207,7 +207,7 @@ def test_injector_infeasible_and_bad_input(engine):
 
 
 def test_p_loss_of_table_3_1_b_tv11(engine):
-    from anonydb.tradeoff import p_loss
+    from anonydb.workflow.tradeoff import p_loss
 
     groups = {1: 1, 2: 1, 3: 1, 4: 2, 5: 2, 6: 2, 7: 3, 8: 3, 9: 3}
     make_table(engine, "b", ["group_id", "disease"], [(groups[t], d) for t, _, _, d in TOY])

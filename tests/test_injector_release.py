@@ -9,11 +9,12 @@ import duckdb
 import pytest
 
 import anonydb
-from anonydb.audit import audit_distribution, audit_rules
-from anonydb.cli import main
+from anonydb.attacks.audit import audit_distribution, audit_rules
+from anonydb.workflow.cli import main
 from anonydb.datasets import synthetic_census
-from anonydb.engine import DuckDBEngine, connect
-from anonydb.knowledge import mine_rules
+from anonydb.engines.duckdb import DuckDBEngine
+from anonydb.engines import connect
+from anonydb.attacks.knowledge import mine_rules
 
 QI = ["age", "sex", "race"]
 

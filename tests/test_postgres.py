@@ -275,7 +275,7 @@ def test_transactions_commit_and_roll_back(pg):
     pg.rename("tx_stage", "tx_target")
     pg.execute("ROLLBACK")
     assert pg.scalar("SELECT v FROM tx_target") == 1 and pg.exists("tx_stage")
-    from anonydb.publish import swap
+    from anonydb.release.publish import _swap as swap
 
     swap(pg, [("tx_stage", "tx_target")])
     assert pg.scalar("SELECT v FROM tx_target") == 2 and not pg.exists("tx_stage")
@@ -285,7 +285,7 @@ def test_transactions_commit_and_roll_back(pg):
 def test_failed_swap_leaves_the_previous_release(pg):
     pg.execute("DROP TABLE IF EXISTS tx_old")
     pg.execute("CREATE TABLE tx_old AS SELECT 1 AS v")
-    from anonydb.publish import swap
+    from anonydb.release.publish import _swap as swap
 
     with pytest.raises(SQLError):
         swap(pg, [("tx_missing_stage", "tx_old")])

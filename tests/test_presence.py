@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from anonydb import generalize
-from anonydb.cli import main
+from anonydb.workflow.cli import main
 from anonydb.errors import InfeasibleError, InputError
 from anonydb.hierarchy import Hierarchy
 from anonydb.methods.presence import presence_anonymize

@@ -9,11 +9,11 @@ from fractions import Fraction as F
 
 import pytest
 
-from anonydb.confidence import Kernel, bounds, card_dist_exact, confidence_exact
+from anonydb.models.confidence import Kernel, bounds, card_dist_exact, confidence_exact
 from anonydb.errors import InfeasibleError, InputError
 from anonydb.hierarchy import Hierarchy
-from anonydb.methods.sfalm import confident_presence
-from anonydb.presence_confident import check_confident, population_marginals
+from anonydb.methods.presence import confident_presence
+from anonydb.presence import check_confident, population_marginals
 
 from conftest import make_table
 
@@ -205,7 +205,7 @@ def test_adult_subset_four_attributes(datasets, engine):
 
 
 def test_cli_confident(engine, tmp_path, capsys):
-    from anonydb.cli import main
+    from anonydb.workflow.cli import main
 
     rng = random.Random(2)
     pop = [(rng.randint(0, 3), rng.choice("abcd")) for _ in range(80)]

@@ -1,4 +1,4 @@
-"""What a release publishes and in what order (anonydb.publish): roles, kept columns, the secret
+"""What a release publishes and in what order (anonydb.release.publish): roles, kept columns, the secret
 row order, staging names and the sweep, checked on the releases themselves."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import anonydb
-from anonydb import publish
+from anonydb.release import publish
 from anonydb.errors import AnonyDBError, InfeasibleError, InputError
 from anonydb.hierarchy import Hierarchy
 from anonydb.methods import anatomy, fulldomain

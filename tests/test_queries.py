@@ -18,8 +18,7 @@ import anonydb
 from anonydb import Hierarchy
 from anonydb.errors import InfeasibleError, InputError
 from anonydb.methods import anatomy, anonymize
-from anonydb.queries import (Query, anatomy_estimate, anatomy_estimates, generalized_estimate,
-                             generalized_estimates, query_error, true_count, true_counts, workload)
+from anonydb.utility.queries import Query, anatomy_estimate, anatomy_estimates, generalized_estimate, generalized_estimates, query_error, true_count, true_counts, workload
 
 from conftest import make_table, need_shared
 

@@ -10,7 +10,7 @@ import pytest
 
 from anonydb.errors import InputError
 from anonydb.methods import anatomy, slicing
-from anonydb.queries import Query, anatomy_estimates, query_error, sliced_estimate, sliced_estimates, workload
+from anonydb.utility.queries import Query, anatomy_estimates, query_error, sliced_estimate, sliced_estimates, workload
 
 from conftest import make_table
 

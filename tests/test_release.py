@@ -14,10 +14,10 @@ import duckdb
 import pytest
 
 import anonydb
-from anonydb.engine import DuckDBEngine
+from anonydb.engines.duckdb import DuckDBEngine
 from anonydb.errors import AnonyDBError, InputError
-from anonydb.progress import Progress
-from anonydb.reporting import class_sizes, prosecutor_risk, render_html, table_report
+from anonydb.workflow.progress import Progress
+from anonydb.workflow.reporting import class_sizes, prosecutor_risk, render_html, table_report
 
 from conftest import ROOT, make_table
 
@@ -109,7 +109,7 @@ def _state(con):
 
 def _fail_verification(monkeypatch):
     """Make the release's verification report a violation (an injected failure after the release is
-    built; anonydb.publish.verify_published calls anonydb.checker.check)."""
+    built; anonydb.release.publish.verify_published calls anonydb.checker.check)."""
     import anonydb.checker as checker
 
     real = checker.check
@@ -155,7 +155,7 @@ def test_failed_run_leaves_previous_release_and_no_stray_tables(tmp_path, monkey
 
 
 def test_failed_file_export_leaves_previous_files(tmp_path, monkeypatch):
-    import anonydb.release as release
+    from anonydb.workflow import jobs as release
 
     eng = DuckDBEngine(None)
     people(eng)
@@ -274,7 +274,7 @@ def test_html_report_structure_and_values(engine, tmp_path):
     people(engine)
     rel = anonydb.anonymize("people", ["age", "zip", "sex"], "disease", out="rel", engine=engine, k=5, l=2,
                             identifiers="ssn")
-    from anonydb.reporting import release_report, write_report
+    from anonydb.workflow.reporting import release_report, write_report
 
     rep = release_report(rel)
     sizes = [r[0] for r in engine.con.execute("SELECT count(*) FROM rel GROUP BY eq_class").fetchall()]

@@ -17,13 +17,13 @@ import os
 import pytest
 
 import anonydb
-from anonydb.cli import main
+from anonydb.workflow.cli import main
 from anonydb.errors import InputError
-from anonydb.evaluate import evaluate
+from anonydb.workflow.evaluate import evaluate
 from anonydb.hierarchy import Hierarchy
 from anonydb.methods import anatomy, slicing
 from anonydb.presence import check_presence
-from anonydb.reporting import write_report
+from anonydb.workflow.reporting import write_report
 
 from conftest import make_table, need_shared
 

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import slicing_oracle as oracle
-from anonydb.cli import main
+from anonydb.workflow.cli import main
 from anonydb.errors import AnonyDBError, InfeasibleError, InputError
-from anonydb.membership import anatomy_membership, membership
+from anonydb.attacks.membership import anatomy_membership, membership
 from anonydb.methods import anatomy, slicing
 from anonydb.methods.slicing_columns import pam, partition_attributes, phi2_matrix
 from anonydb.models.sliced_diversity import SlicedLDiversity

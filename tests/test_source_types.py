@@ -11,7 +11,7 @@ import pytest
 import anonydb.sources as sources
 from anonydb import InputError
 from anonydb.checker import check
-from anonydb.cli import main
+from anonydb.workflow.cli import main
 from anonydb.schema import validate_roles
 from anonydb.sources import open_source
 from conftest import DATASETS, make_table, need_shared

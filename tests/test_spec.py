@@ -8,8 +8,8 @@ import pytest
 
 import anonydb
 from anonydb.errors import InputError
-from anonydb.release import run_spec
-from anonydb.spec import SpecError, load_spec
+from anonydb.workflow.jobs import run_spec
+from anonydb.workflow.spec import SpecError, load_spec
 
 from conftest import need_shared
 

@@ -12,7 +12,7 @@ from fractions import Fraction as F
 import pytest
 
 from anonydb.checker import check
-from anonydb.measures import average_class_size, discernibility
+from anonydb.utility.measures import average_class_size, discernibility
 from conftest import make_table
 
 TABLE_1_3 = [  # (zip, age, disease) of the 3-anonymous Table 1.3

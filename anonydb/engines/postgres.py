@@ -1,4 +1,4 @@
-"""PostgreSQL backend: the same :class:`~anonydb.engine.Engine` interface over a psycopg 3 connection.
+"""PostgreSQL backend: the same :class:`~anonydb.engines.base.Engine` interface over a psycopg 3 connection.
 
 The rest of anonydb generates DuckDB-dialect SQL (``sql/*.sql.j2`` rendered with ``dialect =
 "postgres"``, see :mod:`anonydb.sqlgen`). This engine runs each statement on PostgreSQL in steps:
@@ -58,7 +58,7 @@ from typing import Any, Callable, Sequence
 import sqlglot
 from sqlglot import exp
 
-from ..engine import Engine
+from .base import Engine
 from ..errors import InputError, SQLError
 from ..sqlgen import ident, transpile
 
@@ -355,7 +355,7 @@ class PostgresEngine(Engine):
 
     dialect = "postgres"
 
-    def __init__(self, database: Any):
+    def __init__(self, database: Any, *, read_only: bool = False):
         if psycopg is None:
             raise InputError("PostgreSQL needs psycopg 3: pip install 'anonydb[postgres]'")
         super().__init__()
@@ -382,6 +382,8 @@ class PostgresEngine(Engine):
         with self.con.cursor() as cur:  # restored after each statement that turns it off (_send)
             cur.execute("SELECT current_setting('enable_nestloop')")
             self._nestloop = cur.fetchone()[0]
+            if read_only:  # check and report only read: the server refuses any write in this session
+                cur.execute("SET default_transaction_read_only = on")
 
     # -- statements --------------------------------------------------------------------------
     def _statements(self, sql: str, params: Sequence[Any] | None, hash_joins: bool = True) -> list[str]:

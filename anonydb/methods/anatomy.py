@@ -28,14 +28,15 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..checker import check
-from ..engine import Engine, connect
+from ..engines.base import Engine
+from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..models import LDiversity
-from ..schema import split_list, validate_roles
+from ..schema import split_list
 from ..sources import open_source
-from ..sqlgen import ident, literal
-from ..publish import drop_staged, guard_target, publication_lines, resolve_columns, row_order, stage_name, swap, sweep
-from .mondrian import _fmt, _row_ids
+from ..sqlgen import ident
+from ..release.publish import Publication, publication_lines, resolve_roles
+from .mondrian import _fmt
 
 
 @dataclass
@@ -83,22 +84,18 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
     if not isinstance(out, str) or not out:
         raise InputError("out must name the release (it writes <out>_qit and <out>_st)")
     qit_name, st_name = f"{out}_qit", f"{out}_st"
-    guard_target(eng, [qit_name, st_name], replace, sources=[source])
-    order = row_order(eng, seed)
-    sweep(eng)
-    staged: list[str] = []
-    try:
+    with Publication(eng, [qit_name, st_name], replace, sources=[source], seed=seed) as pub:
+        order = pub.order
         with eng.scratch("anatomy") as s:
             relation = open_source(eng, source, scratch=s)
-            validate_roles(eng, relation, qi_cols, sensitive, None, label=str(source))
-            columns = resolve_columns(eng, relation, qi_cols, sensitive, identifiers, keep, str(source))
+            columns = resolve_roles(eng, relation, qi_cols, sensitive, identifiers, keep, label=str(source)).columns
             cols = dict(eng.columns(relation))
             if groups is not None:
                 if groups not in cols:
                     raise InputError(f"group column {groups!r} not found in {source}; its columns are: {', '.join(cols)}")
                 if groups == sensitive:
                     raise InputError(f"the group column {groups!r} is the sensitive attribute")
-            base, rid = _row_ids(eng, s, relation)
+            base, rid = eng.row_ids(s, relation)
             n = eng.scalar(f"SELECT count(*) FROM {ident(base)}")
             if n == 0:
                 raise InputError(f"{source} is empty: there is nothing to release")
@@ -121,23 +118,17 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
             # stage QIT and ST, verify the pair, then swap both in
             common = dict(base=base, assign=assign, rid=rid if rid == "rowid" else ident(rid), qis=qi_cols,
                           sensitive=sensitive, key=order.key, keep=columns.keep)
-            qit_stage, st_stage = stage_name("qit"), stage_name("st")
+            qit_stage, st_stage = pub.stage("qit"), pub.stage("st")
             eng.create_table_as(qit_stage, eng.render("anatomy_release.sql.j2", part="qit", **common))
-            staged.append(qit_stage)
             eng.create_table_as(st_stage, eng.render("anatomy_release.sql.j2", part="st", **common))
-            staged.append(st_stage)
             report = verify(eng, qit_stage, st_stage, qi_cols, sensitive, [LDiversity(l, variant=l_variant, c=c)])
-            if not report.holds:
-                v = report.verdicts[0]
-                g = v.violations[0] if v.violations else None
-                where = f"; e.g. group {g.key.get('group_id')} of {g.size} rows has value {_fmt(g.value)}" if g else ""
-                raise AnonyDBError(f"verification failed: {v.model} does not hold on the QIT/ST release "
-                                   f"({v.violating_groups} of {v.groups} groups violate){where}; nothing was written")
+            v = report.verdicts[0]
+            g = v.violations[0] if v.violations else None
+            where = f"; e.g. group {g.key.get('group_id')} of {g.size} rows has value {_fmt(g.value)}" if g else ""
+            pub.attach([qit_stage, st_stage], report.holds, f"{v.model} does not hold on the QIT/ST release "
+                       f"({v.violating_groups} of {v.groups} groups violate){where}", report)
             n_groups = eng.scalar(f"SELECT count(DISTINCT group_id) FROM {ident(st_stage)}")
-        swap(eng, [(qit_stage, qit_name), (st_stage, st_name)], as_view)
-        staged.clear()
-    finally:
-        drop_staged(eng, staged)
+        pub.commit([(qit_stage, qit_name), (st_stage, st_name)], as_view)
     del model
     return AnatomyResult(qit=qit_name, st=st_name, rows=int(n), groups=int(n_groups),
                          seconds=time.perf_counter() - t0, report=report, dropped=columns.dropped,

@@ -38,16 +38,17 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from ..checker import build_models, check
-from ..engine import Engine, connect
+from ..checker import build_models
+from ..engines.base import Engine
+from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..generalize import generalize_sql
 from ..hierarchy import Hierarchy
 from ..models import GroupContext, Model
-from ..schema import is_numeric_type, split_list, validate_roles
+from ..schema import is_numeric_type, split_list
 from ..sources import open_source
 from ..sqlgen import ident
-from ..publish import publication_lines, drop_staged, guard_target, resolve_columns, row_order, stage_name, swap, sweep, verify_published
+from ..release.publish import Publication, publication_lines, resolve_roles
 from .mondrian import _fmt
 
 METRICS = ("dm", "aecs", "height", "precision", "loss", "entropy")
@@ -133,15 +134,12 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
         if c not in hierarchies:
             raise InputError(f"quasi-identifier {c!r} has no hierarchy: full-domain generalization needs one per QI "
                              f"(--hierarchy {c}=PATH)")
-    guard_target(eng, [out], replace, sources=[source])
-    order = row_order(eng, seed)
-    sweep(eng)
-    stage = None
-    try:
+    with Publication(eng, [out], replace, sources=[source], seed=seed) as pub:
+        order = pub.order
         with eng.scratch("fulldomain") as s:
             relation = open_source(eng, source, scratch=s)
-            types = validate_roles(eng, relation, qi_cols, sensitive, None, label=str(source))
-            columns = resolve_columns(eng, relation, qi_cols, sensitive, ids, keep, str(source))
+            roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, label=str(source))
+            types, columns = roles.types, roles.columns
             if _caller_keeps is not None:  # the caller's own table: every column rides along, the caller drops them
                 columns.published = [c for c, _ in eng.columns(relation)]
             sa = sensitive if any(m.needs_sensitive for m in models) else None
@@ -163,7 +161,8 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             t_search = time.perf_counter() - t_search
             levels = dict(zip(qi_cols, best))
             # the release: generalized QIs, rows of failing groups suppressed, eq_class, shuffled
-            stage = stage_name()
+            # a caller that verifies the rows it derives (delta-presence) names its own scratch table
+            stage = pub.stage() if _caller_keeps is None else out
             kept_groups = lat.kept_labels(best)
             gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols}, columns.published)
             eng.execute(eng.render("fulldomain_release.sql.j2", stage=stage, gen=gen.sql, kept=kept_groups,
@@ -171,17 +170,15 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             report = None
             if _caller_keeps is None:
                 verify_models = build_models(**model_params) if model_params is not None else models
-                report = verify_published(eng, stage, sensitive, verify_models, columns.keep,
-                                          hierarchies={sensitive: hierarchies[sensitive]} if sensitive in hierarchies
-                                          else None, distribution_of=relation, exclude=_unjudged)
+                report = pub.verify(stage, sensitive, verify_models, columns.keep,
+                                    hierarchies={sensitive: hierarchies[sensitive]} if sensitive in hierarchies
+                                    else None, distribution_of=relation, exclude=_unjudged)
             rows = eng.scalar(f"SELECT count(*) FROM {ident(stage)}")
             m = cand_metrics[best]
             if _caller_keeps is None and rows != total - m["suppressed"]:
                 raise AnonyDBError(f"internal error: the release holds {rows} rows, expected {total - m['suppressed']}")
-        swap(eng, [(stage, out)])
-        stage = None
-    finally:
-        drop_staged(eng, [stage])
+        if _caller_keeps is None:
+            pub.commit([(stage, out)])
     metrics = {k: m[k] for k in METRICS if k in m}
     return FullDomainResult(table=out, levels=levels, metric_name=metric, metric=metrics[metric], metrics=metrics,
                             suppressed=int(m["suppressed"]), rows=int(rows), classes=int(m["classes"]),

@@ -2,7 +2,7 @@
 negative association rules mined from the data [Li thesis §3.4.3, Fig 3.2;
 spec-injector-tradeoff-foreground 2.5].
 
-1. Mine the rules at ``min_exp`` (:mod:`anonydb.knowledge`): each tuple gets its IVS, the
+1. Mine the rules at ``min_exp`` (:mod:`anonydb.attacks.knowledge`): each tuple gets its IVS, the
    sensitive values it cannot take.
 2. Bucketize (Fig 3.2). Tuples with the same (sensitive value, IVS) are interchangeable, so the
    greedy works on those classes with counts (one SQL aggregate); sets of values are bitmasks.
@@ -29,15 +29,16 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..engine import Engine, connect
+from ..engines.base import Engine
+from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..hierarchy import Hierarchy
-from ..knowledge import Rules, mine_rules
+from ..attacks.knowledge import Rules, mine_rules
 from ..models.matching_diversity import check_l, group_verdicts
-from ..schema import split_list, validate_roles
+from ..schema import split_list
 from ..sources import open_source
 from ..sqlgen import ident, literal
-from ..publish import publication_lines, drop_staged, guard_target, row_order, stage_name, swap, sweep
+from ..release.publish import Publication, publication_lines, resolve_roles
 from .anatomy import check_pair_counts
 
 
@@ -84,15 +85,11 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
         raise InputError(f"Injector builds groups of l tuples: l must be an integer >= 2, got {l!r}")
     lv = int(lv)
     qit_name, st_name = f"{out}_qit", f"{out}_st"
-    guard_target(eng, [qit_name, st_name], replace, sources=[source])
-    order = row_order(eng, seed)
-    sweep(eng)
-    staged: list[str] = []
-    try:
+    with Publication(eng, [qit_name, st_name], replace, sources=[source], seed=seed) as pub:
+        order = pub.order
         with eng.scratch("injector") as s:
             rel = open_source(eng, source, scratch=s)
-            dropped = [c for c, _ in eng.columns(rel) if c not in qi_cols and c != sensitive]
-            validate_roles(eng, rel, qi_cols, sensitive, None, label=str(source))
+            dropped = resolve_roles(eng, rel, qi_cols, sensitive, label=str(source)).dropped
             n = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}"))
             if n < lv:
                 raise InfeasibleError(f"the table has {n} rows, fewer than l = {lv}: no group of l tuples exists")
@@ -139,24 +136,19 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
             placed_n = int(eng.scalar(f"SELECT count(*) FROM {ident(placed)}"))
             if placed_n != n:
                 raise AnonyDBError(f"internal error: {placed_n} of {n} tuples were placed in groups")
-            qit_stage, st_stage = stage_name("qit"), stage_name("st")
-            staged += [qit_stage, st_stage]
+            qit_stage, st_stage = pub.stage("qit"), pub.stage("st")
             eng.create_table_as(qit_stage, f"SELECT {', '.join(ident(c) for c in qi_cols)}, group_id FROM "
                                            f"{ident(placed)} ORDER BY md5_number(CAST(_adb_rid AS VARCHAR) || "
                                            f"{literal(order.key)}), _adb_rid")
             eng.create_table_as(st_stage, f"SELECT group_id, {ident(sensitive)}, count(*) AS {ident('count')} FROM "
                                           f"{ident(placed)} GROUP BY ALL ORDER BY group_id, {ident(sensitive)}")
             min_valid, bad = verify(eng, s, qit_stage, st_stage, kb, lv, truth=placed)
-            if bad:
-                raise AnonyDBError(f"verification failed: {bad} groups of the release are not matching {lv}-diverse; "
-                                   f"nothing was written")
+            pub.attach([qit_stage, st_stage], not bad,
+                       f"{bad} groups of the release are not matching {lv}-diverse")
             report = _report(eng, qit_stage, st_stage, qi_cols, sensitive, kb, lv, min_valid, bad)
             report.source = qit_name
             n_groups = report.groups
-        swap(eng, [(qit_stage, qit_name), (st_stage, st_name)])
-        staged = []
-    finally:
-        drop_staged(eng, staged)
+        pub.commit([(qit_stage, qit_name), (st_stage, st_name)])
     return InjectorResult(qit=qit_name, st=st_name, rows=n, groups=n_groups, rules=kb.minimal, rules_total=kb.total,
                           profile=kb.profile, leftovers=len(leftovers), merges=merges, min_valid=min_valid,
                           seconds=time.perf_counter() - t0, mine_seconds=mine_s, examples=kb.examples, report=report,
@@ -306,10 +298,10 @@ def verify(eng: Engine, s: Any, qit: str, st: str, kb: Rules, l: int, truth: str
     """Check a QIT/ST release against ``kb``: QIT rows = ST counts per group, and every group
     matching l-diverse. With ``truth`` (the placed tuples: group_id, QIs, sensitive value) the true
     assignment is the perfect matching the model starts from; without it one is computed from the
-    release (:func:`anonydb.audit.members_from_counts`). Returns (smallest valid count, violating
+    release (:func:`anonydb.attacks.audit.members_from_counts`). Returns (smallest valid count, violating
     groups)."""
     check_pair_counts(eng, qit, st)
-    from ..audit import members_from_counts, members_from_rows
+    from ..attacks.audit import members_from_counts, members_from_rows
 
     if truth is not None:
         members = members_from_rows(eng, s, truth, "group_id", kb.sensitive, kb)

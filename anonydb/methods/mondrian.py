@@ -34,13 +34,13 @@ from fractions import Fraction
 from typing import Any, Callable, Iterable
 
 from ..checker import build_models, check
-from ..engine import Engine, connect
+from ..engines.base import Engine
+from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
 from ..models import GroupContext, Model, NTCloseness
-from ..schema import is_numeric_type, kind_of_type, split_list, validate_roles
-from ..publish import (drop_staged, guard_target, publication_lines, resolve_columns, row_order, stage_name,
-                       swap, sweep, verify_published)
+from ..schema import is_numeric_type, kind_of_type, split_list
+from ..release.publish import Publication, publication_lines, resolve_roles
 from ..sources import open_source
 from ..sqlgen import ident, literal
 
@@ -116,7 +116,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     sensitive attribute's one selects hierarchical EMD. ``kinds`` overrides a QI's kind
     (numeric, categorical, ordinal, date). The release publishes the QIs, the sensitive attribute
     and the ``keep`` columns (unchanged); ``identifiers`` and every other column are dropped
-    (:mod:`anonydb.publish`), and the models are verified over every published column. ``seed``
+    (:mod:`anonydb.release.publish`), and the models are verified over every published column. ``seed``
     None orders the rows by a fresh secret; an integer gives a reproducible order. ``relaxed`` splits ties so both halves are balanced.
     ``progress`` is called after every round with {round, open, final, rows_open} (once, at the
     end, when every round runs in one statement).
@@ -149,17 +149,14 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         raise InputError(f"{names} needs a sensitive attribute (--sensitive)")
     if not isinstance(out, str) or not out:
         raise InputError("out must name the release table")
-    guard_target(eng, [out], replace, sources=[source])
-    order = row_order(eng, seed)
-    sweep(eng)
     hierarchies = dict(hierarchies or {})
     verify_models = [copy.deepcopy(m) for m in models] if model_params is None else build_models(**model_params)
-    stage = None
-    try:
+    with Publication(eng, [out], replace, sources=[source], seed=seed) as pub:
+        order = pub.order
         with eng.scratch("mondrian") as s:
             relation = open_source(eng, source, scratch=s)
-            types = validate_roles(eng, relation, qi_cols, sensitive, kinds, label=str(source))
-            columns = resolve_columns(eng, relation, qi_cols, sensitive, ids, keep, str(source))
+            roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, kinds, label=str(source))
+            types, columns = roles.types, roles.columns
             for attr in hierarchies:
                 if attr not in qi_cols and attr != sensitive:
                     raise InputError(f"a hierarchy is given for {attr!r}, which is neither a quasi-identifier "
@@ -168,7 +165,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                     raise InputError(f"a hierarchy is given for {attr!r}, but categorical='order' cuts in value "
                                      f"order and would ignore it; drop it or cut along it (categorical='hierarchy')")
             sa = sensitive if any(m.needs_sensitive for m in models) else None
-            base, rid = _row_ids(eng, s, relation)
+            base, rid = eng.row_ids(s, relation)
             total = eng.scalar(f"SELECT count(*) FROM {ident(base)}")
             if total == 0:
                 raise InputError(f"{source} is empty: there is nothing to anonymize")
@@ -178,7 +175,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                                types, hierarchies.get(sensitive) if sensitive else None, qi_cols)
             planner.bind_members(hierarchies, kinds)
             assign, rounds, tree = planner.run(progress, plan)
-            stage = stage_name()
+            stage = pub.stage()
             boxes, joined = _materialize(eng, s, base, rid, assign, qis, hq, columns.published, stage, order)
             released, n_classes = eng.fetch_rows(f"SELECT count(*), count(DISTINCT eq_class) FROM {ident(stage)}")[1][0]
             if released != total:  # every input row appears exactly once
@@ -188,50 +185,33 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                      if not isinstance(m, NTCloseness) and not getattr(m, "needs_members", False)]
             if not plain and columns.keep:  # the class-wise models below judge eq_class: kept columns may not split it
                 plain = build_models(k=1)
-            report = None
             if plain:  # over every published column but the sensitive one (fail closed)
-                report = verify_published(eng, stage, sensitive, plain, columns.keep, hierarchies=sa_h,
-                                          exclude=_unjudged)
+                pub.verify(stage, sensitive, plain, columns.keep, hierarchies=sa_h, exclude=_unjudged)
             nt = [m for m in verify_models if isinstance(m, NTCloseness)]
             if nt:
-                nt_report = planner.verify_nt(nt, stage, tree)
-                if report is None:
-                    report = nt_report
-                else:
-                    report.verdicts.extend(nt_report.verdicts)
+                _attach(pub, stage, planner.verify_nt(nt, stage, tree))
             if planner.bt:  # judged per tuple from the final classes' rows, with the priors already estimated
-                bt_report = planner.verify_bt(joined)
-                if report is None:
-                    report = bt_report
-                else:
-                    report.verdicts.extend(bt_report.verdicts)
-            if not report.holds:
-                bad = next(v for v in report.verdicts if not v.holds)
-                g = bad.violations[0] if bad.violations else None
-                where = f"; e.g. group {g.key} of {g.size} rows has value {_fmt(g.value)}" if g else ""
-                raise AnonyDBError(f"verification failed: {bad.model} does not hold on the release "
-                                   f"({bad.violating_groups} groups violate){where}; nothing was written")
+                _attach(pub, stage, planner.verify_bt(joined))
+            report = pub.staged[stage]
             ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
             kmin = min(ks) if ks else None
             utility = _utility(eng, joined, boxes, qis, sensitive, total, kmin, relaxed)
-        swap(eng, [(stage, out)], as_view)
-        stage = None
-    finally:
-        drop_staged(eng, [stage])
+        pub.commit([(stage, out)], as_view)
     return MondrianResult(table=out, rows=int(total), classes=n_classes, rounds=rounds,
                           seconds=time.perf_counter() - t0, utility=utility, report=report,
                           params={"relaxed": relaxed, "categorical": categorical, **(model_params or {})},
                           dropped=columns.dropped, kept=columns.keep, order=order.describe())
 
 
-def _row_ids(eng: Engine, s: Any, relation: str) -> tuple[str, str]:
-    """A row id for every source row: DuckDB's ``rowid`` of a base table (no copy), else a numbered
-    copy of the source. Returns (relation, row-id column)."""
-    if eng.dialect == "duckdb":
-        kind = eng.fetch_rows("SELECT table_type FROM information_schema.tables WHERE table_name = ?", [relation])[1]
-        if kind and kind[0][0] in ("BASE TABLE", "LOCAL TEMPORARY") and "_adb_rid" not in dict(eng.columns(relation)):
-            return relation, "rowid"
-    return s.table(f"SELECT CAST(row_number() OVER () - 1 AS BIGINT) AS _adb_rid, * FROM {ident(relation)}"), "_adb_rid"
+def _attach(pub: Publication, stage: str, report: Any) -> None:
+    """Hand a verification Mondrian ran from its own state ((n,t) over the tree, (B,t) per tuple) to
+    the release."""
+    bad = next((v for v in report.verdicts if not v.holds), None)
+    g = bad.violations[0] if bad and bad.violations else None
+    where = f"; e.g. group {g.key} of {g.size} rows has value {_fmt(g.value)}" if g else ""
+    failure = "" if bad is None else (f"{bad.model} does not hold on the release ({bad.violating_groups} groups "
+                                      f"violate){where}")
+    pub.attach([stage], report.holds, failure, report)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -353,7 +333,7 @@ class _Planner:
         """Number the distinct QI tuples and estimate each tuple-judging model's prior over them."""
         if not self.bt:
             return
-        from ..prior import distinct_qids
+        from ..models.prior import distinct_qids
 
         self.qids = distinct_qids(self.eng, self.s, self.base, self.qi_cols)
         for m in self.bt:
@@ -591,7 +571,7 @@ class _Planner:
     def verify_bt(self, joined: str):
         """(B,t)-privacy of the release: every row's Omega posterior in its final class against its
         prior, the classes' value counts and QI tuples recounted from the released rows."""
-        from ..checker import Report, _evaluate
+        from ..checker import Report, evaluate_model
         from ..models.bt_privacy import cell_relations, members_of
         e, s = self.eng, self.s
         members = members_of(e, s, joined, "_adb_pid", self.qids, self.qi_cols)
@@ -602,7 +582,7 @@ class _Planner:
         for m in self.bt:
             ctx = self.ctx(cells, groups, ["_adb_pid"], glob, domain, members=members)
             ctx.qi_columns = ["_adb_pid"]
-            out.append(_evaluate(m, ctx, 3, None))
+            out.append(evaluate_model(m, ctx, 3, None))
         rows = e.scalar(f"SELECT count(*) FROM {ident(joined)}")
         return Report(source=joined, qi=["eq_class"], sensitive=self.sa, rows=rows, groups=0, smallest_group=0,
                       largest_group=0, verdicts=out)
@@ -611,7 +591,7 @@ class _Planner:
         """(n,t)-closeness of the release against its partition tree: each equivalence class with
         fewer than n rows must be within t of some ancestor partition with >= n rows, all
         distributions recomputed from the released rows [Li thesis Fig 2.1]."""
-        from ..checker import Report, _evaluate
+        from ..checker import Report, evaluate_model
         e, s = self.eng, self.s
         out = []
         for m in models:
@@ -635,7 +615,7 @@ class _Planner:
             domain = e.scalar(f"SELECT count(*) FROM {ident(glob)}")
             ctx = self.ctx(cells, groups, ["_adb_pid"], glob, domain, ancestors=anc, references=refs)
             ctx.qi_columns = ["_adb_pid"]
-            out.append(_evaluate(m, ctx, 3, None))
+            out.append(evaluate_model(m, ctx, 3, None))
         rows = e.scalar(f"SELECT count(*) FROM {ident(release)}")
         return Report(source=release, qi=["eq_class"], sensitive=self.sa, rows=rows, groups=0, smallest_group=0,
                       largest_group=0, verdicts=out)

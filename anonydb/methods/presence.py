@@ -19,19 +19,24 @@ scratch by :func:`anonydb.presence.check_presence` (P mapped onto the released c
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..engine import Engine, connect
-from ..errors import AnonyDBError, InputError
-from ..hierarchy import Hierarchy
+from ..engines import connect
+from ..engines.base import Engine
+from ..errors import AnonyDBError, InfeasibleError, InputError
+from ..generalize import generalize_sql
+from ..hierarchy import EnumeratedHierarchy, Hierarchy
+from ..models.confidence import ExactKernel, Kernel
 from ..models.presence import DeltaPresence, parse_delta
-from ..presence import FLAG, check_presence, flag_public, need_qis, require_feasible
+from ..presence import (FLAG, ConfidenceReport, check_confident, check_presence, d_marginals, flag_public, need_qis,
+                        parse_c, require_feasible)
+from ..release.publish import Publication, publication_lines
 from ..schema import split_list
 from ..sources import open_source
-from ..sqlgen import ident
-from ..publish import publication_lines, drop_staged, guard_target, stage_name, swap, sweep
+from ..sqlgen import ident, literal
 from .mondrian import _fmt
 
 
@@ -78,11 +83,9 @@ def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, de
         raise InputError(f"method must be 'fulldomain' (SPALM) or 'mondrian' (MPALM), got {method!r}")
     if not isinstance(out, str) or not out:
         raise InputError("out must name the release table")
-    guard_target(eng, [out], replace, sources=[private, public])
-    sweep(eng)
     hierarchies = dict(hierarchies or {})
-    stage = None
-    with eng.scratch("presence_anon") as s:
+    with Publication(eng, [out], replace, sources=[private, public], seed=seed) as release, \
+            eng.scratch("presence_anon") as s:
         priv = open_source(eng, private, scratch=s)
         pub = open_source(eng, public, scratch=s)
         tcols, _ = need_qis(eng, priv, pub, qi_cols, f"the private table {private}", f"the public table {public}")
@@ -107,23 +110,189 @@ def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, de
         # keyed order); T's other columns are dropped
         wcols = [c for c, _ in eng.columns(work) if c not in (FLAG, "private_rid")]
         dropped = [c for c in tcols if c not in qi_cols]
-        stage = stage_name()
-        try:
-            eng.create_table_as(stage, f"SELECT {', '.join('w.' + ident(c) for c in wcols)} FROM {ident(work)} AS w "
-                                       f"WHERE w.{ident(FLAG)} = 1")
-            released = int(eng.scalar(f"SELECT count(*) FROM {ident(stage)}"))
-            if released != n_t:
-                raise AnonyDBError(f"internal error: the release holds {released} rows, the private table {n_t}")
-            report = check_presence(stage, pub, qi_cols, delta=(dmin, dmax), engine=eng, hierarchies=hierarchies,
-                                    levels=levels, max_groups=3)
-            v = report.verdicts[0]
-            if not v.holds:
-                raise AnonyDBError(f"verification failed: delta-presence does not hold on the release "
-                                   f"({v.violating_groups} of {v.groups} classes violate); nothing was written")
-            swap(eng, [(stage, out)])
-            stage = None
-        finally:
-            drop_staged(eng, [stage])
+        stage = release.stage()
+        eng.create_table_as(stage, f"SELECT {', '.join('w.' + ident(c) for c in wcols)} FROM {ident(work)} AS w "
+                                   f"WHERE w.{ident(FLAG)} = 1")
+        released = int(eng.scalar(f"SELECT count(*) FROM {ident(stage)}"))
+        if released != n_t:
+            raise AnonyDBError(f"internal error: the release holds {released} rows, the private table {n_t}")
+        report = check_presence(stage, pub, qi_cols, delta=(dmin, dmax), engine=eng, hierarchies=hierarchies,
+                                levels=levels, max_groups=3)
+        v = report.verdicts[0]
+        release.attach([stage], v.holds, f"delta-presence does not hold on the release ({v.violating_groups} of "
+                                         f"{v.groups} classes violate)", report)
+        release.commit([(stage, out)])
     return PresenceResult(table=out, method=method, rows=n_t, public_rows=n_p, classes=v.groups,
                           achieved=(v.achieved["delta_min"], v.achieved["delta_max"]),
                           seconds=time.perf_counter() - t0, levels=levels, report=report, dropped=dropped)
+
+
+# ==================================================================================================
+# SFALM
+# SFALM: the full-domain search for c-confident delta-presence [Nergiz & Clifton TR §7, Algorithm 1;
+# spec-presence-survey 1.6, 1.8].
+#
+# The lattice of level vectors (one hierarchy level per QI) is searched top-down, a height at a
+# time, most general first. Each batch of nodes is one SQL statement
+# (``sql/confidence_nodes.sql.j2``): T generalized by every node of the batch, grouped into
+# classes, each class reduced to its signature (n1, the D-counts of its labels) and each node to
+# its costs (LM, DM); with one-sided delta only the minimum dominant subset of the signatures
+# (``mds``; TR Thm 3 / Cor 1, exact) comes back. The confidences come from the memoized kernel
+# (:mod:`anonydb.models.confidence`), in Python, on distinct signatures only. A node passes when every
+# class reaches c.
+#
+# Pruning (``pa``, the TR's "practical anti-monotonicity", §5.1): a node below a failing node is
+# not evaluated. c-confident delta-presence is not anti-monotone, so this can only lose
+# optimality, never privacy: every node returned is fully checked, and the release is re-checked
+# (:func:`anonydb.presence.check_confident`) before it is written. ``pa=False``
+# evaluates every node (audits). The SD window (``sd``, default 4 sigma as in the TR's
+# experiments) and b-discretization (``dc``) make the kernel faster and only lower confidences.
+# The optimum is the passing node of least ``metric`` (LM, the TR's cost, or DM).
+# ==================================================================================================
+@dataclass
+class SfalmResult:
+    table: str
+    levels: dict[str, int]
+    lm: float
+    dm: int
+    confidence: float  # the smallest class confidence of the chosen node
+    classes: int
+    rows: int
+    evaluated: int  # nodes whose classes were computed
+    lattice: int
+    seconds: float
+    report: ConfidenceReport  # the re-check of the release
+
+    def format(self) -> str:
+        lv = ", ".join(f"{q}={v}" for q, v in self.levels.items())
+        return (f"c-confident delta-presence (SFALM): {self.rows} rows in {self.classes} classes -> {self.table}; "
+                f"levels [{lv}], LM {self.lm:.4f}, DM {self.dm}; {self.evaluated} of {self.lattice} nodes "
+                f"evaluated ({self.seconds:.2f} s)\n  verified: {self.report.format()}")
+
+
+def confident_presence(private: str, qi: str | Iterable[str], *, delta: Any, c: Any, marginals: dict[str, str],
+                       hierarchies: dict[str, Hierarchy], out: str, engine: Engine | Any = None, metric: str = "lm",
+                       pa: bool = True, mds: bool = True, sd: float | None = 4.0, dc: int | None = None,
+                       exact: bool = False, batch: int = 32, replace: bool = False,
+                       seed: int | None = None) -> SfalmResult:
+    """Release ``private`` (T) at the least-cost full-domain node whose every class is
+    c-confident delta-present given the population ``marginals`` (QI -> (value, count) table).
+    The release holds the generalized QIs only (T's other columns are dropped), in the order of a
+    fresh secret (``seed``: a reproducible one).
+    ``exact``: every confidence in exact fractions (no SD/DC; small populations only)."""
+    t0 = time.perf_counter()
+    eng = connect(engine)
+    qi_cols = split_list(qi, "quasi-identifiers")
+    dmin, dmax = parse_delta(delta)
+    cc = parse_c(c)
+    if metric not in ("lm", "dm"):
+        raise InputError(f"metric must be 'lm' (the TR's loss metric) or 'dm', got {metric!r}")
+    if not isinstance(out, str) or not out:
+        raise InputError("out must name the release table")
+    hierarchies = dict(hierarchies or {})
+    for q in qi_cols:
+        if q not in hierarchies:
+            raise InputError(f"quasi-identifier {q!r} has no hierarchy: full-domain generalization needs one per QI")
+    skyline = ("min" if dmax == 1 and dmin > 0 else "max" if dmin == 0 and dmax < 1 else None) if mds else None
+    with Publication(eng, [out], replace, sources=[private], seed=seed) as release, eng.scratch("sfalm") as s:
+        order = release.order
+        priv = open_source(eng, private, scratch=s)
+        cols = dict(eng.columns(priv))
+        for q in qi_cols:
+            if q not in cols:
+                raise InputError(f"column {q!r} not found in {private}; its columns are: {', '.join(cols)}")
+        n_t = int(eng.scalar(f"SELECT count(*) FROM {ident(priv)}"))
+        if n_t == 0:
+            raise InputError(f"{private} is empty: there is nothing to release")
+        dm, U = d_marginals(eng, s, priv, qi_cols, marginals)
+        attrs = []
+        for q in qi_cols:
+            h = hierarchies[q]
+            h.validate(eng, priv, q)
+            hq = s.name()
+            if isinstance(h, EnumeratedHierarchy):
+                h.materialize(eng, hq)
+            else:
+                vals = s.table(f"SELECT {ident(q)} FROM {ident(priv)} UNION SELECT TRY_CAST(value AS "
+                               f"{cols[q]}) FROM {ident(dm[q])} WHERE TRY_CAST(value AS {cols[q]}) IS NOT NULL")
+                h.materialize(eng, hq, vals, q)
+            levels = s.table(eng.render("confidence_levels.sql.j2", hier=hq, marg=dm[q]))
+            card = int(eng.scalar(f"SELECT count(DISTINCT leaf) FROM {ident(hq)}"))
+            attrs.append({"name": q, "hier": hq, "levels": levels, "card_1": max(1, card - 1), "height": h.height})
+        heights = [a["height"] for a in attrs]
+        kernel = ExactKernel(U) if exact else Kernel(U, sd=sd, dc=dc)
+        search = _Search(eng, priv, attrs, kernel, dmin, dmax, cc if exact else float(cc), skyline, n_t, batch)
+        top = tuple(heights)
+        found = search.evaluate([top])[top]
+        if not found["passes"]:
+            raise InfeasibleError(
+                f"c-confident delta-presence is infeasible here: even the most general release (one class of "
+                f"{n_t} rows, U = {U}) has confidence {found['confidence']:.6g} < c = {float(cc):g}")
+        passed = {top: found}
+        failed: set[tuple[int, ...]] = set()
+        lattice = list(itertools.product(*(range(h + 1) for h in heights)))
+        for height in range(sum(heights) - 1, -1, -1):
+            level = [n for n in lattice if sum(n) == height]
+            if pa:
+                level = [n for n in level if all(p in passed for p in _parents(n, heights))]
+            for i in range(0, len(level), batch):
+                for n, r in search.evaluate(level[i:i + batch]).items():
+                    if r["passes"]:
+                        passed[n] = r
+                    else:
+                        failed.add(n)
+        key = (lambda n: (passed[n]["lm"], sum(n), n)) if metric == "lm" else (lambda n: (passed[n]["dm"], sum(n), n))
+        best = min(passed, key=key)
+        levels_map = dict(zip(qi_cols, best))
+        stage = release.stage()
+        gen = generalize_sql(eng, priv, levels_map, hierarchies, qi_cols)
+        eng.create_table_as(stage, f"SELECT * FROM ({gen.sql}) AS g ORDER BY "
+                                   f"md5_number(CAST(hash(g) AS VARCHAR) || {literal(order.key)})")
+        report = check_confident(stage, n_t, qi=qi_cols, delta=(dmin, dmax), c=cc, marginals=marginals,
+                                 engine=eng, hierarchies=hierarchies, private=priv, levels=levels_map, sd=sd,
+                                 dc=None, exact=exact)
+        release.attach([stage], report.holds, report.format(), report)
+        release.commit([(stage, out)])
+    b = passed[best]
+    return SfalmResult(table=out, levels=levels_map, lm=b["lm"], dm=b["dm"], confidence=b["confidence"],
+                       classes=report.classes, rows=n_t, evaluated=search.evaluated, lattice=len(lattice),
+                       seconds=time.perf_counter() - t0, report=report)
+
+
+def _parents(n: tuple[int, ...], heights: list[int]):
+    """The nodes one step more general in one attribute."""
+    for i, (v, h) in enumerate(zip(n, heights)):
+        if v < h:
+            yield n[:i] + (v + 1,) + n[i + 1:]
+
+
+class _Search:
+    def __init__(self, eng, priv, attrs, kernel, dmin, dmax, c, skyline, n_t, batch):
+        self.eng, self.priv, self.attrs, self.kernel = eng, priv, attrs, kernel
+        self.dmin, self.dmax, self.c, self.skyline, self.n_t = dmin, dmax, c, skyline, n_t
+        self.evaluated = 0
+
+    def evaluate(self, nodes: list[tuple[int, ...]]) -> dict[tuple[int, ...], dict[str, Any]]:
+        """Per node: passes, its smallest confidence (over the classes checked), LM and DM."""
+        d = len(self.attrs)
+        rows = self.eng.fetch_rows(self.eng.render(
+            "confidence_nodes.sql.j2", private=self.priv, attrs=self.attrs, nodes=nodes, skyline=self.skyline,
+            total_cells=self.n_t * d))[1]
+        self.evaluated += len(nodes)
+        by: dict[int, list[tuple]] = {}
+        for r in rows:
+            by.setdefault(int(r[0]), []).append(r)
+        out = {}
+        for j, n in enumerate(nodes):
+            sigs = by.get(j, [])
+            lm, dm = (float(sigs[0][-1]), int(sigs[0][-2])) if sigs else (0.0, 0)
+            worst, ok = 1.0, True
+            # the least likely to pass first: small classes with large D-counts fail delta_max soonest
+            for r in sorted(sigs, key=lambda r: (r[1], -sum(r[2:2 + d]))):
+                conf = self.kernel.confidence(int(r[1]), [int(x) for x in r[2:2 + d]], self.dmin, self.dmax)
+                worst = min(worst, conf)
+                if conf < self.c:
+                    ok = False
+                    break
+            out[n] = {"passes": ok, "confidence": float(worst), "lm": lm, "dm": dm}
+        return out

@@ -37,17 +37,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from ..engine import Engine, connect
+from ..engines.base import Engine
+from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..hierarchy import Hierarchy
-from ..membership import MembershipReport
-from ..membership import membership as measure_membership
+from ..attacks.membership import MembershipReport
+from ..attacks.membership import membership as measure_membership
 from ..models.sliced_diversity import SlicedLDiversity, SlicedVerdict
 from ..schema import split_list, validate_roles
 from ..sources import open_source
-from ..sqlgen import ident, literal, seed_key
-from ..publish import drop_staged, guard_target, publication_lines, row_order, stage_name, sweep
-from .mondrian import _row_ids
+from ..sqlgen import ident, seed_key
+from ..release.publish import Publication, publication_lines, row_order
 from .slicing_columns import BINS, check_columns, coordinate, describe, partition_attributes, phi2_matrix
 
 
@@ -99,7 +99,7 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
     ``column_k``: generalize every column without the sensitive attribute to k-anonymity
     (Mondrian; ``hierarchies`` for its categorical attributes). ``progress`` is called after every
     round with {round, open, checks}. ``membership``: also measure membership disclosure
-    (:func:`anonydb.membership.membership`, against the tuples as released). ``seed``: the
+    (:func:`anonydb.attacks.membership.membership`, against the tuples as released). ``seed``: the
     permutations within buckets (and how ties are cut); None permutes by a fresh secret, cutting
     ties as seed 0 does. ``hierarchies``: each must cover its column, a QI or the sensitive attribute.
     """
@@ -156,10 +156,9 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
         if not dims:
             raise InputError("no attribute to split buckets on (split_on is empty)")
         names = [f"{out}_c{i + 1}" for i in range(len(cols))]
-        guard_target(eng, names + [out], replace, sources=[source])
-        sweep(eng)
+        pub = Publication(eng, names + [out], replace, sources=[source], order=order)
 
-        base, rid = _row_ids(eng, s, relation)
+        base, rid = eng.row_ids(s, relation)
         brid = "rowid" if rid == "rowid" else ident(rid)
         n = int(eng.scalar(f"SELECT count(*) FROM {ident(base)}"))
         if n == 0:
@@ -188,28 +187,23 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
         rounds = part.run(progress)
 
         # the release: staged, verified, swapped in
-        staged: list[str] = []
-        try:
+        with pub:
             bmap = s.table(eng.render("slicing_release.sql.j2", part="bmap", tup=part.tup,
                                           key=order.key64(eng, "slicing/buckets")))
             for i, (col, name) in enumerate(zip(cols, names)):
-                stage = stage_name(f"c{i + 1}")
+                stage = pub.stage(f"c{i + 1}")
                 eng.create_table_as(stage, eng.render("slicing_release.sql.j2", part="column", tup=part.tup, bmap=bmap,
                                                       vals=vals, rid=vrid, attrs=col,
                                                       key=order.key64(eng, f"slicing/column/{i}")))
-                staged.append(stage)
+            staged = list(pub.staged)
             verdict = verify(eng, vals, list(zip(staged, cols)), sensitive, model)
-            if not verdict.holds:
-                raise AnonyDBError(f"verification failed: {verdict.format()}; nothing was written")
+            pub.attach(staged, verdict.holds, verdict.format())
             stats = eng.fetch_rows(f"SELECT count(*), min(n), avg(n), max(n) FROM (SELECT count(*) AS n FROM "
                                    f"{ident(staged[0])} GROUP BY bucket_id) AS b")[1][0]
             view_sql = eng.render("slicing_release.sql.j2", part="view", tables=list(zip(names, cols)))
             mem = (measure_membership(eng, vals, list(zip(staged, cols)), sensitive, seed=seed)
                    if membership else None)
-            _swap_release(eng, list(zip(staged, names)), out, view_sql.sql)
-            staged.clear()
-        finally:
-            drop_staged(eng, staged)
+            pub.commit(list(zip(staged, names)), view=(out, view_sql.sql))
     return SlicingResult(view=out, tables=names, columns=cols, rows=n, buckets=int(stats[0]), rounds=rounds,
                          seconds=time.perf_counter() - t0, verdict=verdict, phi2=phi2,
                          sizes={"min": float(stats[1]), "mean": float(stats[2]), "max": float(stats[3])},
@@ -378,23 +372,3 @@ def _generalize_columns(eng, s, base, brid, plain, attrs, k, hierarchies, seed):
                    + ", ".join(f"{exprs[a]} AS {ident(a)}" for a in attrs)
                    + f" FROM {ident(base)} AS b " + " ".join(joins))
     return vals, done
-
-
-def _swap_release(eng: Engine, pairs: list[tuple[str, str]], view: str, view_sql: str) -> None:
-    """Put the verified column tables in place and (re)create the view, in one transaction."""
-    names = [out for _, out in pairs] + [view]
-    kinds = dict(eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE table_name IN ("
-                                + ", ".join(literal(x) for x in names) + ")")[1])
-    eng.execute("BEGIN TRANSACTION")
-    try:
-        if view in kinds:
-            eng.drop(view, view=kinds[view] == "VIEW")
-        for stage, out in pairs:
-            if out in kinds:
-                eng.drop(out, view=kinds[out] == "VIEW")
-            eng.rename(stage, out)
-        eng.execute(f"CREATE VIEW {ident(view)} AS {view_sql}")
-        eng.execute("COMMIT")
-    except BaseException:
-        eng.execute("ROLLBACK")
-        raise

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..engine import Engine
+from ..engines.base import Engine
 from ..errors import InputError
 from ..schema import is_numeric_type
 from ..sqlgen import ident as _q

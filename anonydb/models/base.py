@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ..engine import Engine
+from ..engines.base import Engine
 from ..errors import InputError
 from ..sqlgen import Rendered
 
@@ -40,7 +40,7 @@ class GroupContext:
     sensitive: str | None = None
     sensitive_numeric: bool = False
     sa_hierarchy: Any = None  # anonydb.hierarchy.Hierarchy for the sensitive attribute
-    scratch: Any = None  # anonydb.engine.Scratch for intermediate tables
+    scratch: Any = None  # anonydb.engines.base.Scratch for intermediate tables
     qi_columns: list[str] = field(default_factory=list)  # the QI columns the keys stand for
     #: with keys = ["_adb_gid"]: per QI column (column, dict table, card, mult) of the mixed-radix key
     coding: list[Any] | None = None

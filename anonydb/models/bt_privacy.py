@@ -1,7 +1,7 @@
 """(B,t)-privacy [Li thesis Def. 3.6.1-3.6.2, §3.6.4; spec-injector-tradeoff-foreground 3.6].
 
 T* has (B,t)-privacy iff max_q D[P_pri(B, q), P_pos(B, q, T*)] <= t over every tuple: the
-adversary Adv(B), whose prior is the kernel estimate of :mod:`anonydb.prior`, learns at most t
+adversary Adv(B), whose prior is the kernel estimate of :mod:`anonydb.models.prior`, learns at most t
 about any individual from the release. The posterior is the Omega-estimate (Eq. 3.5), evaluated per
 tuple (tuples with equal QIs in different groups differ). D is pluggable (the thesis leaves it open,
 ambiguity A1): the library's t-closeness distance by default (hierarchical EMD when the sensitive
@@ -10,7 +10,7 @@ or ``js`` (Jensen-Shannon, natural logs). Skyline (B,t)-privacy is several insta
 (B_i, t_i).
 
 The model reads, besides the group context, the rows' QI tuples: ``ctx.members`` (keys...,
-_adb_qid, _adb_m), with the qids numbered by :func:`anonydb.prior.distinct_qids`; it is bound to
+_adb_qid, _adb_m), with the qids numbered by :func:`anonydb.models.prior.distinct_qids`; it is bound to
 the source rows with :meth:`BTPrivacy.bind`, which estimates its prior once. Not monotone under
 merging (the thesis checks it at each split only).
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import InputError
-from ..prior import KernelPrior, bandwidths, kernel_prior
+from .prior import KernelPrior, bandwidths, kernel_prior
 from ..sqlgen import Rendered, ident
 from .base import GroupContext, Model
 from .t_closeness import check_t, hierarchy_table
@@ -86,7 +86,7 @@ class BTPrivacy(Model):
             raise InputError("(B,t)-privacy must be bound to the source rows (its prior) before it can judge groups")
         if getattr(ctx, "members", None) is None:
             raise InputError("(B,t)-privacy needs the groups' QI tuples (members); check it with "
-                             "anonydb.audit.audit_distribution or use it inside Mondrian")
+                             "anonydb.attacks.audit.audit_distribution or use it inside Mondrian")
         self.prepare(ctx)
         return ctx.engine.render("model_bt.sql.j2", keys=ctx.keys, members=ctx.members, cells=ctx.cells,
                                  groups=ctx.groups, prior=self.prior.table, distance=self._resolved,

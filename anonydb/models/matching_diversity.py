@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine import Engine
+from ..engines.base import Engine
 from ..errors import InputError
 from ..sqlgen import ident
 

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..engine import Engine
+from ..engines.base import Engine
 from ..errors import InputError
 from ..sqlgen import Rendered, ident
 

@@ -4,7 +4,7 @@
 def model(dbt, session):
     dbt.config(materialized="table")
     from anonydb.datasets import synthetic_census
-    from anonydb.engine import DuckDBEngine
+    from anonydb.engines.duckdb import DuckDBEngine
 
     name = synthetic_census(DuckDBEngine(session), "anonydb_census_source",
                             rows=int(dbt.config.get("rows", 3000)), seed=int(dbt.config.get("seed", 7)))

@@ -9,7 +9,7 @@ the model again, independently of anonydb, in plain SQL.
 def model(dbt, session):
     dbt.config(materialized="table")
     import anonydb
-    from anonydb.demo import census_hierarchies
+    from anonydb.workflow.demo import census_hierarchies
 
     session.execute('DROP TABLE IF EXISTS "census_release__source"')
     dbt.ref("census").create("census_release__source")

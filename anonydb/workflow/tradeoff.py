@@ -29,14 +29,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from .engine import Engine, connect
-from .errors import InputError
-from .hierarchy import Hierarchy
-from .knowledge import _widen as widen
-from .knowledge import level_maps
-from .schema import split_list
-from .sources import open_source
-from .sqlgen import ident
+from ..engines.base import Engine
+from ..engines import connect
+from ..errors import InputError
+from ..hierarchy import Hierarchy
+from ..attacks.knowledge import widen as widen_quoted
+from ..attacks.knowledge import level_maps
+from ..schema import split_list
+from ..sources import open_source
+from ..sqlgen import ident
 
 BATCH = 64  # level vectors per grouping-sets statement
 
@@ -97,7 +98,7 @@ class ULoss:
 
 
 def _widen(base: str, qi: list[str], maps: list[str], heights: list[int], extra: str) -> str:
-    return widen(base, [ident(c) for c in qi], maps, heights, extra)
+    return widen_quoted(base, [ident(c) for c in qi], maps, heights, extra)
 
 
 def _cells(eng: Engine, s: Any, wide: str, cols: list[str], vectors: list[tuple], min_count: float | None,
@@ -382,8 +383,8 @@ def sweep(source: str, qi: str | Iterable[str], sensitive: str, settings: Sequen
 
 
 def _sweep(eng, source, qi_cols, sensitive, settings, hs, pops, out, progress) -> None:
-    from .errors import InfeasibleError
-    from .release import QIT_ST, _drop_release, anonymize
+    from ..errors import InfeasibleError
+    from .jobs import QIT_ST, _drop_release, anonymize
 
     for k, (method, params) in enumerate(settings):
         params = dict(params)

@@ -21,12 +21,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from .engine import Engine, Scratch, connect
-from .errors import InputError
-from .hierarchy import Hierarchy
-from .schema import is_numeric_type, split_list
-from .sources import open_source
-from .sqlgen import ident
+from ..engines.base import Engine, Scratch
+from ..engines import connect
+from ..errors import InputError
+from ..hierarchy import Hierarchy
+from ..schema import is_numeric_type, split_list
+from ..sources import open_source
+from ..sqlgen import ident
 
 
 @dataclass

@@ -11,11 +11,11 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from . import __version__
-from .checker import check
-from .errors import AnonyDBError, InputError
-from .methods.mondrian import PLANS
-from .models import DISTANCES, L_VARIANTS
+from .. import __version__
+from ..checker import check
+from ..errors import AnonyDBError, InputError
+from ..methods.mondrian import PLANS
+from ..models import DISTANCES, L_VARIANTS
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
@@ -56,7 +56,7 @@ def _export(engine, table: str, path: str) -> None:
     :func:`_export_targets` before the run)."""
     from pathlib import Path
 
-    from .publish import export
+    from ..release.publish import export
 
     export(engine, [(table, Path(path))])
 
@@ -73,7 +73,7 @@ def _export_targets(args: argparse.Namespace) -> None:
     cannot be written; say so when the release will not be kept (no --db, no --export)."""
     from pathlib import Path
 
-    from .publish import guard_file
+    from ..release.publish import guard_file
 
     if not args.export:
         if not args.db:
@@ -319,7 +319,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _plan(args) -> int:
-    from .release import plan_spec
+    from .jobs import plan_spec
 
     sys.stdout.write(plan_spec(args.spec, db=args.db, full=args.all))
     return 0
@@ -336,12 +336,12 @@ _STOPPED_BY: list[str] = []
 
 
 def _on_signal(signum, frame):
-    """Record the signal and stop the run at its next statement (:func:`anonydb.engine.request_stop`):
+    """Record the signal and stop the run at its next statement (:func:`anonydb.engines.base.request_stop`):
     the statement running now finishes (DuckDB's interrupt can leave a recursive statement
     spinning), then the run unwinds through its clean-up."""
     import signal
 
-    from .engine import request_stop
+    from ..engines.base import request_stop
 
     _STOPPED_BY.append(signal.Signals(signum).name)
     request_stop(_STOPPED_BY[0])
@@ -352,8 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import threading
     import traceback
 
-    from . import engine as _engine
-    from .errors import Interrupted, cli_surface
+    from ..engines import base as _engine
+    from ..errors import Interrupted, cli_surface
 
     try:
         args = _parser().parse_args(argv)
@@ -383,14 +383,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         _engine._STOP.clear()
-        from .errors import _SURFACE
+        from ..errors import SURFACE
 
-        _SURFACE.reset(token)
+        SURFACE.reset(token)
 
 
 def _one_line(e: BaseException) -> str:
     """An exception as one line: anonydb's own message, or the kind of failure with a hint."""
-    from .errors import SQLError
+    from ..errors import SQLError
 
     text = str(e).strip()
     first = text.splitlines()[0] if text else type(e).__name__
@@ -407,16 +407,16 @@ def _one_line(e: BaseException) -> str:
 def _check(args: argparse.Namespace) -> int:
     import json
 
-    from .engine import DuckDBEngine
-    from .hierarchy import parse_hierarchy_arg
-    from .schema import split_list
+    from ..engines.duckdb import DuckDBEngine
+    from ..hierarchy import parse_hierarchy_arg
+    from ..schema import split_list
 
     hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
     kinds = {c: "numeric" for c in split_list(args.numeric, "--numeric")}
     presence = _presence_args(args)
     engine = DuckDBEngine(args.db, read_only=bool(args.db))
     if presence and args.confidence is not None:
-        from .presence_confident import check_confident
+        from ..presence import check_confident
 
         try:
             with engine.scratch("cli") as s:
@@ -428,7 +428,7 @@ def _check(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), indent=2, default=str) if args.json else report.format())
         return 0 if report.holds else 1
     if presence:
-        from .presence import check_presence
+        from ..presence import check_presence
 
         try:
             report = check_presence(args.source, args.public, args.qi, delta=args.delta, engine=engine,
@@ -454,10 +454,10 @@ def _anonymize(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from .engine import DuckDBEngine
-    from .hierarchy import parse_hierarchy_arg
-    from .methods import anonymize
-    from .schema import split_list
+    from ..engines.duckdb import DuckDBEngine
+    from ..hierarchy import parse_hierarchy_arg
+    from ..methods import anonymize
+    from ..schema import split_list
 
     hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
     kinds = {c: "numeric" for c in split_list(args.numeric, "--numeric")}
@@ -518,7 +518,7 @@ def _release(args: argparse.Namespace) -> int:
     import json
 
     from .progress import Progress
-    from .release import run_spec
+    from .jobs import run_spec
     from .reporting import release_report
 
     progress = Progress(enabled=False if args.quiet else None)
@@ -529,13 +529,13 @@ def _release(args: argparse.Namespace) -> int:
             print(json.dumps(release_report(rel), indent=2) if rel.tables else
                   json.dumps({"table": rel.table, "files": rel.files, "holds": rel.holds, "rows": rel.rows}, indent=2))
         else:
-            from .errors import _SURFACE, cli_surface
+            from ..errors import SURFACE, cli_surface
 
             token = cli_surface("spec")  # the text's hints name the spec's keys
             try:
                 print(rel.format())
             finally:
-                _SURFACE.reset(token)
+                SURFACE.reset(token)
             where = ", ".join(rel.files) if rel.files else ", ".join(f"{k}: {v}" for k, v in rel.tables.items())
             print(f"released {rel.rows} rows to {where} in {rel.seconds:.2f} s ({len(rel.sql)} statements)")
             sp = rel.spec
@@ -551,15 +551,15 @@ def _report(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from .engine import DuckDBEngine
-    from .hierarchy import parse_hierarchy_arg
+    from ..engines.duckdb import DuckDBEngine
+    from ..hierarchy import parse_hierarchy_arg
     from .reporting import table_report, write_report
 
     if _presence_args(args):
         raise InputError("report covers k, l, t, (n,t), (alpha,k) and delta-disclosure; check delta-presence with "
                          "`anonydb check --public`")
     if Path(args.source).suffix.lower() in (".yaml", ".yml"):
-        from .release import spec_report
+        from .jobs import spec_report
 
         if args.qi or args.original or args.class_column:
             raise InputError("a spec's report takes its attributes from the spec: drop --qi/--original/--class-column")
@@ -575,7 +575,7 @@ def _report(args: argparse.Namespace) -> int:
         engine = DuckDBEngine(args.db, read_only=bool(args.db))
         try:
             with engine.scratch("report") as s:
-                from .sources import open_source
+                from ..sources import open_source
 
                 table = open_source(engine, args.source, scratch=s)
                 original = open_source(engine, args.original, scratch=s) if args.original else None
@@ -597,8 +597,8 @@ def _report(args: argparse.Namespace) -> int:
 def _fulldomain(args: argparse.Namespace, engine, hierarchies, progress=None) -> int:
     import json
 
-    from .methods import fulldomain
-    from .schema import split_list
+    from ..methods import fulldomain
+    from ..schema import split_list
 
     try:
         r = fulldomain(args.source, args.qi, args.sensitive, hierarchies=hierarchies, out=args.out, engine=engine,
@@ -627,10 +627,10 @@ def _fulldomain(args: argparse.Namespace, engine, hierarchies, progress=None) ->
 
 def _marginals(engine, s, args) -> dict[str, str]:
     """Per QI a (value, count) relation: from --marginals (attribute, value, count) or --public."""
-    from .presence_confident import population_marginals
-    from .schema import split_list
-    from .sources import open_source
-    from .sqlgen import ident, literal
+    from ..presence import population_marginals
+    from ..schema import split_list
+    from ..sources import open_source
+    from ..sqlgen import ident, literal
 
     qi = split_list(args.qi, "--qi")
     if args.public is not None:
@@ -652,8 +652,8 @@ def _marginals(engine, s, args) -> dict[str, str]:
 def _presence(args: argparse.Namespace, hierarchies) -> int:
     import json
 
-    from .engine import DuckDBEngine
-    from .methods.presence import presence_anonymize
+    from ..engines.duckdb import DuckDBEngine
+    from ..methods.presence import presence_anonymize
 
     if args.keep or args.identifiers:
         raise InputError("delta-presence releases only the generalized QIs: drop --keep and --identifiers (the "
@@ -685,8 +685,8 @@ def _presence(args: argparse.Namespace, hierarchies) -> int:
 def _sfalm(args: argparse.Namespace, hierarchies) -> int:
     import json
 
-    from .engine import DuckDBEngine
-    from .methods.sfalm import confident_presence
+    from ..engines.duckdb import DuckDBEngine
+    from ..methods.presence import confident_presence
 
     if args.method != "fulldomain":
         raise InputError("c-confident delta-presence (--confidence) anonymizes with --method fulldomain (SFALM)")
@@ -715,8 +715,8 @@ def _sfalm(args: argparse.Namespace, hierarchies) -> int:
 def _slicing(args: argparse.Namespace, engine, hierarchies, progress=None) -> int:
     import json
 
-    from .methods import slicing
-    from .schema import split_list
+    from ..methods import slicing
+    from ..schema import split_list
 
     _l_only(args, "slicing", "--l (l-diverse slicing: p(t,s) <= 1/l)")
     cols: object = 2
@@ -761,7 +761,7 @@ def _export_pair(engine, result, export: str) -> None:
 
 def _bt_arg(text: str, qi: str) -> tuple[Any, float]:
     """--bt B:T -> (b, t): B one number or one per QI (comma-separated, in --qi order)."""
-    from .schema import split_list
+    from ..schema import split_list
 
     b, sep, t = text.rpartition(":")
     try:
@@ -782,10 +782,10 @@ def _bt_arg(text: str, qi: str) -> tuple[Any, float]:
 def _evaluate(args: argparse.Namespace) -> int:
     import json
 
-    from .engine import DuckDBEngine
+    from ..engines.duckdb import DuckDBEngine
     from .evaluate import evaluate
-    from .hierarchy import parse_hierarchy_arg
-    from .schema import split_list
+    from ..hierarchy import parse_hierarchy_arg
+    from ..schema import split_list
 
     hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
     fg = None
@@ -835,8 +835,8 @@ def _setting_arg(text: str) -> list[tuple[str, dict[str, Any]]]:
 def _tradeoff(args: argparse.Namespace) -> int:
     import json
 
-    from .engine import DuckDBEngine
-    from .hierarchy import parse_hierarchy_arg
+    from ..engines.duckdb import DuckDBEngine
+    from ..hierarchy import parse_hierarchy_arg
     from .tradeoff import sweep, write_frontier_html
 
     if not args.setting:
@@ -870,7 +870,7 @@ def _l_only(args: argparse.Namespace, method: str, takes: str) -> None:
 def _injector(args: argparse.Namespace, engine, hierarchies) -> int:
     import json
 
-    from .methods import injector
+    from ..methods import injector
 
     _l_only(args, "injector", "--l, --min-exp and --hierarchy")
     if not args.sensitive:
@@ -899,13 +899,13 @@ def _audit(args: argparse.Namespace) -> int:
     """anonydb audit: the background-knowledge attacks of the thesis on an existing release."""
     import json
 
-    from .audit import audit_distribution, audit_rules
-    from .engine import DuckDBEngine
-    from .hierarchy import parse_hierarchy_arg
-    from .knowledge import mine_rules
-    from .schema import split_list
-    from .sources import open_source
-    from .sqlgen import ident
+    from ..attacks.audit import audit_distribution, audit_rules
+    from ..engines.duckdb import DuckDBEngine
+    from ..hierarchy import parse_hierarchy_arg
+    from ..attacks.knowledge import mine_rules
+    from ..schema import split_list
+    from ..sources import open_source
+    from ..sqlgen import ident
 
     hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
     rules_mode = args.l is not None
@@ -976,7 +976,7 @@ def _audit(args: argparse.Namespace) -> int:
 def _anatomy(args: argparse.Namespace, engine) -> int:
     import json
 
-    from .methods import anatomy
+    from ..methods import anatomy
 
     others = [f"--{n.replace('_', '-')}" for n in ("k", "t", "n", "alpha", "delta", "hierarchy")
               if getattr(args, n)]
@@ -991,9 +991,9 @@ def _anatomy(args: argparse.Namespace, engine) -> int:
                          replace=args.replace, as_view=args.view, keep=args.keep, identifiers=args.identifiers)
         mem = None
         if args.membership:
-            from .membership import anatomy_membership
-            from .schema import split_list
-            from .sources import open_source
+            from ..attacks.membership import anatomy_membership
+            from ..schema import split_list
+            from ..sources import open_source
 
             with engine.scratch("cli") as s:
                 rel = open_source(engine, args.source, scratch=s)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Sequence
 
-from .errors import InputError
+from ..errors import InputError
 
 
 def _validate(prior: Sequence[Sequence[Any]], counts: Sequence[int]) -> tuple[int, int]:

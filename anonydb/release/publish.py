@@ -15,7 +15,7 @@ every method shares.
   log and errors show ``<secret>``; it is never stored. An explicit seed gives a reproducible
   order, which anyone who knows the seed can recompute (the report says so).
 * **Nothing lost.** Staging tables are named ``__anonydb_stage_<pid>_<hex>`` (:func:`stage_name`),
-  swapped into place in one transaction (:func:`swap`); a run first drops the stale ones of runs
+  swapped into place in one transaction (:class:`Publication`); a run first drops the stale ones of runs
   that were killed (:func:`sweep`). A target is never a source, an existing table or file is
   replaced only when the user said so, and files are written beside their target and renamed
   (:func:`export`).
@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .engine import Engine
-from .errors import AnonyDBError, InputError, option
-from .schema import RESERVED_PREFIX, split_list
-from .sqlgen import ident, literal
+from ..engines.base import Engine
+from ..errors import AnonyDBError, InputError, option
+from ..schema import RESERVED_PREFIX, split_list, validate_roles
+from ..sqlgen import ident, literal
 
 #: every staging table or view starts with this, then the writing process's id
 STAGE_PREFIX = "__anonydb_stage_"
@@ -53,6 +53,39 @@ class Columns:
     published: list[str]  # QIs, the sensitive attribute and the kept columns, in source order
     keep: list[str]  # published unchanged at the user's request
     dropped: list[str] = field(default_factory=list)  # identifiers and columns without a role
+
+
+@dataclass
+class Roles:
+    """The roles of a source's columns, resolved once where a release or check begins."""
+
+    qi: list[str]
+    sensitive: str | None
+    types: dict[str, str]  # column -> engine type, of every column of the source
+    columns: Columns
+
+    @property
+    def published(self) -> list[str]:
+        return self.columns.published
+
+    @property
+    def keep(self) -> list[str]:
+        return self.columns.keep
+
+    @property
+    def dropped(self) -> list[str]:
+        return self.columns.dropped
+
+
+def resolve_roles(eng: Engine, relation: str, qi: list[str], sensitive: str | None, identifiers: list[str] = (),
+                  keep: Iterable[str] | None = None, kinds: dict[str, str] | None = None, label: str | None = None
+                  ) -> Roles:
+    """Check the QIs, sensitive attribute and declared kinds against ``relation``
+    (:func:`anonydb.schema.validate_roles`) and decide what is published (:func:`resolve_columns`)."""
+    name = str(relation) if label is None else label
+    types = validate_roles(eng, relation, qi, sensitive, kinds, label=name)
+    return Roles(list(qi), sensitive, dict(types), resolve_columns(eng, relation, qi, sensitive, identifiers or [],
+                                                                   keep, name))
 
 
 def resolve_columns(eng: Engine, relation: str, qi: list[str], sensitive: str | None,
@@ -177,14 +210,18 @@ def guard_target(eng: Engine, outs: Iterable[str], replace: bool, sources: Itera
             raise InputError(f"{out!r} already exists; choose another name, or replace it with {option('replace')}")
 
 
-def swap(eng: Engine, pairs: list[tuple[str, str]], as_view: bool = False) -> None:
+def _swap(eng: Engine, pairs: list[tuple[str, str]], as_view: bool = False,
+          view: tuple[str, str] | None = None) -> None:
     """Put verified staging tables in place of their targets (tables or views; a view's rows live
-    in ``<out>__data``), all in one transaction: the old release stays until the new one is in."""
-    names = [t for _, out in pairs for t in (out, out + "__data")]
+    in ``<out>__data``), all in one transaction: the old release stays until the new one is in.
+    ``view``: (name, select) of a view over the new tables, (re)created in the same transaction."""
+    names = [t for _, out in pairs for t in (out, out + "__data")] + ([view[0]] if view else [])
     kinds = dict(eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE table_name IN ("
                                 + ", ".join(literal(x) for x in names) + ")")[1])
     eng.execute("BEGIN TRANSACTION")
     try:
+        if view and view[0] in kinds:
+            eng.drop(view[0], view=kinds[view[0]] == "VIEW")
         for stage, out in pairs:
             data = out + "__data"
             if out in kinds:
@@ -196,6 +233,8 @@ def swap(eng: Engine, pairs: list[tuple[str, str]], as_view: bool = False) -> No
                 eng.execute(f"CREATE VIEW {ident(out)} AS SELECT * FROM {ident(data)}")
             else:
                 eng.rename(stage, out)
+        if view:
+            eng.execute(f"CREATE VIEW {ident(view[0])} AS {view[1]}")
         eng.execute("COMMIT")
     except BaseException:
         eng.execute("ROLLBACK")
@@ -214,7 +253,7 @@ def verify_published(eng: Engine, stage: str, sensitive: str | None, models: lis
     """Check ``models`` on the staged release grouped by every published column but the sensitive
     one; raise (nothing is written) if one fails, naming the kept columns when they are the cause.
     ``exclude``: columns an internal caller drops before publishing (not judged)."""
-    from .checker import check
+    from ..checker import check
 
     cols = [c for c, _ in eng.columns(stage) if c != sensitive and c not in set(exclude)]
     report = check(stage, cols, sensitive, models=models, engine=eng, max_groups=3, **check_args)
@@ -231,6 +270,71 @@ def verify_published(eng: Engine, stage: str, sensitive: str | None, models: lis
     where = f"; e.g. a group of {g.size} rows, value {g.value}" if g else ""
     raise AnonyDBError(f"verification failed: {bad.model} does not hold on the {what} ({bad.violating_groups} groups "
                        f"violate){where}; nothing was written")
+
+
+class Publication:
+    """One release in the making, and the only way a staged table gets the user's name.
+
+    Made where a method begins: refuses a target that is a source or exists without ``replace``,
+    draws the row order (:func:`row_order`) and sweeps dead runs' staging tables. The method builds
+    its rows in :meth:`stage` names, then every staged table is verified, over every published
+    column (:meth:`verify`) or by the method's own check of a QIT/ST pair or sliced columns
+    (:meth:`attach`); :meth:`commit` refuses a stage that was not verified and swaps the rest in
+    one transaction. Leaving the ``with`` block without a commit drops every stage.
+    """
+
+    def __init__(self, eng: Engine, targets: Iterable[str], replace: bool, sources: Iterable[str] = (),
+                 seed: int | None = None, order: Order | None = None):
+        self.eng = eng
+        guard_target(eng, list(targets), replace, sources)
+        self.order = order or row_order(eng, seed)
+        sweep(eng)
+        self.staged: dict[str, Any] = {}  # stage -> its verification (None until verified)
+
+    def __enter__(self) -> "Publication":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        drop_staged(self.eng, list(self.staged))
+        self.staged.clear()
+
+    def stage(self, role: str = "release") -> str:
+        name = stage_name(role)
+        self.staged[name] = None
+        return name
+
+    def verify(self, stage: str, sensitive: str | None, models: list, keep: list[str], what: str = "release",
+               exclude: Iterable[str] = (), **check_args: Any) -> Any:
+        """:func:`verify_published` on ``stage``; raises (nothing is written) when a model fails."""
+        report = verify_published(self.eng, stage, sensitive, models, keep, what, exclude, **check_args)
+        self._record([stage], report)
+        return report
+
+    def attach(self, stages: Iterable[str], holds: bool, failure: str, report: Any = None) -> None:
+        """Record a method's own verification of ``stages`` (a QIT/ST pair, sliced columns, a
+        model judged from the method's state); raises with ``failure`` when it does not hold."""
+        if not holds:
+            raise AnonyDBError(f"verification failed: {failure}; nothing was written")
+        self._record(list(stages), report if report is not None else True)
+
+    def _record(self, stages: list[str], report: Any) -> None:
+        for st in stages:
+            if st not in self.staged:
+                raise AnonyDBError(f"internal error: {st} is not a stage of this release")
+            prev = self.staged[st]
+            if prev is not None and prev is not True and report is not True and prev is not report:
+                prev.verdicts.extend(report.verdicts)
+            elif prev is None or prev is True:
+                self.staged[st] = report
+
+    def commit(self, pairs: list[tuple[str, str]], as_view: bool = False, view: tuple[str, str] | None = None) -> None:
+        """Swap the verified stages into their targets in one transaction."""
+        unverified = [st for st, _ in pairs if self.staged.get(st) is None]
+        if unverified:
+            raise AnonyDBError(f"internal error: {', '.join(unverified)} was not verified; nothing was written")
+        _swap(self.eng, pairs, as_view, view)
+        for st, _ in pairs:
+            self.staged.pop(st, None)
 
 
 # --- files --------------------------------------------------------------------------------------------------

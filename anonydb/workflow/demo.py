@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import time
 
-from .checker import check
-from .datasets import (CENSUS_IDENTIFIERS, CENSUS_QIS, EDUCATION, MARITAL_STATUS, RACE, SEX, WORKCLASS,
-                       synthetic_census)
-from .engine import DuckDBEngine
-from .generalize import generalize
-from .hierarchy import Hierarchy
+from ..checker import check
+from ..datasets import CENSUS_IDENTIFIERS, CENSUS_QIS, EDUCATION, MARITAL_STATUS, RACE, SEX, WORKCLASS, synthetic_census
+from ..engines.duckdb import DuckDBEngine
+from ..generalize import generalize
+from ..hierarchy import Hierarchy
 
 #: level vectors over (age, sex, race, marital_status, education, workclass, zip, hours_per_week)
 LADDER = [
@@ -83,7 +82,7 @@ def run_demo(rows: int = 100_000, seed: int = 42, k: int = 5, l: float = 3, t: f
         else:
             print("\nno level vector on the ladder meets every model; try smaller k, l or a larger t")
             return 1
-        from .methods import anonymize
+        from ..methods import anonymize
 
         print("\n== Mondrian: the same models, cut to fit the data (anonymize, verified before it is written) ==")
         result = anonymize("census", CENSUS_QIS, "occupation", out="mondrian_release", engine=engine,

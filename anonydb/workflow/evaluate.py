@@ -10,8 +10,8 @@ the project produces (generalized, QIT/ST, sliced) [issue 10].
   the record's class in the release), journalist (1/F_j, F_j the matching records of a population
   table in the release's coding), marketer (the expected share re-identified, (1/n) sum_j f_j / F_j;
   with no population F_j = f_j, i.e. classes / n); the distribution of record risk.
-* The foreground-knowledge attack of Wong et al.: :mod:`anonydb.foreground`.
-* P_loss / U_loss and the efficient frontier [thesis Ch. 5]: :mod:`anonydb.tradeoff`.
+* The foreground-knowledge attack of Wong et al.: :mod:`anonydb.attacks.foreground`.
+* P_loss / U_loss and the efficient frontier [thesis Ch. 5]: :mod:`anonydb.workflow.tradeoff`.
 
 A release is read as its groups: ``tuples`` (group, QI columns: labels or exact values) and
 ``counts`` (group, value, count), from a QIT/ST pair (``NAME_qit``/``NAME_st``) or from a table with
@@ -24,12 +24,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from .engine import Engine, connect
-from .errors import InputError
-from .hierarchy import Hierarchy
-from .schema import is_numeric_type, split_list
-from .sources import open_source
-from .sqlgen import ident
+from ..engines.base import Engine
+from ..engines import connect
+from ..errors import InputError
+from ..hierarchy import Hierarchy
+from ..schema import is_numeric_type, split_list
+from ..sources import open_source
+from ..sqlgen import ident
 
 RISK_BINS = (1.0, 0.5, 0.2, 0.1, 0.05, 0.01, 0.0)
 
@@ -49,7 +50,7 @@ class Parts:
 
 
 def release_parts(eng: Engine, s: Any, release: Any, qi: list[str], sensitive: str, group: str | None = None) -> Parts:
-    """Read ``release`` (a :class:`anonydb.release.Release`, a name with NAME_qit/NAME_st tables,
+    """Read ``release`` (a :class:`anonydb.workflow.jobs.Release`, a name with NAME_qit/NAME_st tables,
     or a table/file with one row per record) as its groups."""
     tables = getattr(release, "tables", None)
     if tables is not None:  # a Release object
@@ -194,7 +195,7 @@ class Evaluation:
     p_loss: float
     u_loss: float | None = None
     populations: int | None = None
-    foreground: Any = None  # anonydb.foreground.ForegroundResult
+    foreground: Any = None  # anonydb.attacks.foreground.ForegroundResult
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -237,7 +238,7 @@ def evaluate(release: Any, qi: str | Iterable[str], sensitive: str, *, engine: E
     """Run the attacks and measures on ``release``. ``source`` (the original table) enables U_loss;
     ``hierarchies`` (QIs for U_loss, the sensitive attribute for the similarity attack);
     ``population`` enables journalist risk; ``foreground``: keyword arguments of
-    :func:`anonydb.foreground.foreground_attack` (targets, r, epsilon, sigma, truth ...) to run it."""
+    :func:`anonydb.attacks.foreground.foreground_attack` (targets, r, epsilon, sigma, truth ...) to run it."""
     from .tradeoff import p_loss_of_counts, u_loss
 
     t0 = time.perf_counter()
@@ -283,7 +284,7 @@ def evaluate(release: Any, qi: str | Iterable[str], sensitive: str, *, engine: E
             notes.append("no source given: U_loss skipped")
         fg = None
         if foreground is not None:
-            from .foreground import foreground_attack
+            from ..attacks.foreground import foreground_attack
 
             fg = foreground_attack(engine=eng, qi=qi_cols, sensitive=sensitive, group=parts.group, **where,
                                    **dict(foreground))

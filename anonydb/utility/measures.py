@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .engine import connect
-from .schema import split_list, validate_roles
-from .sources import open_source
-from .sqlgen import ident
+from ..engines import connect
+from ..schema import split_list, validate_roles
+from ..sources import open_source
+from ..sqlgen import ident
 
 
 def discernibility(source: str, qi: str | Iterable[str], *, engine: Any = None, suppressed: int = 0) -> int:

@@ -3,7 +3,7 @@
 :func:`anonymize` runs any method (mondrian, fulldomain, anatomy, slicing) and returns a
 :class:`Release`: the names of what it wrote (``.table``, ``.tables``), the verification
 (``.report``), the SQL it ran (``.sql``), pandas / Arrow accessors and the method's own result.
-:func:`run_spec` runs a YAML release spec (:mod:`anonydb.spec`) end to end: load, anonymize,
+:func:`run_spec` runs a YAML release spec (:mod:`anonydb.workflow.spec`) end to end: load, anonymize,
 verify, materialize atomically, write the report. :func:`plan_spec` prints the SQL a spec would
 run without touching the warehouse.
 
@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .engine import DuckDBEngine, Engine, connect
-from .errors import InputError
-from .schema import split_list
+from ..engines.duckdb import DuckDBEngine
+from ..engines.base import Engine
+from ..engines import connect
+from ..errors import InputError
+from ..schema import split_list
 from .spec import Spec, SpecError, load_spec
-from .publish import export, guard_file, stage_name
-from .sqlgen import ident, literal
+from ..release.publish import export, guard_file, stage_name
+from ..sqlgen import ident, literal
 
 METHODS = ("mondrian", "fulldomain", "anatomy", "slicing", "injector")
 #: methods releasing a QIT/ST pair (<out>_qit, <out>_st)
@@ -109,12 +111,12 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     anatomy: ``groups``; slicing: ``columns``, ``sensitive_column_size`` (alpha), ``column_k``,
     ``tries``, ``bins``, ``membership``).
 
-    Fail closed (:mod:`anonydb.publish`): the release publishes the QIs, the sensitive attribute
+    Fail closed (:mod:`anonydb.release.publish`): the release publishes the QIs, the sensitive attribute
     and the ``keep`` columns; ``identifiers`` and every other column are dropped (``.dropped``);
     the models are verified over every published column before anything is written. ``seed``
     None orders the rows by a fresh secret; an integer gives an order anyone with the seed can
     recompute (``.order`` says which)."""
-    from . import methods as m
+    from .. import methods as m
 
     if method not in METHODS:
         raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -188,8 +190,8 @@ def _only_attributes(eng: Engine, source: str, method: str, qi: list[str], sensi
                      identifiers: Any, keep: Any) -> None:
     """Slicing and Injector publish their attributes only: no kept column; identifiers are checked
     (present, not repeating) and dropped like every other column."""
-    from .publish import resolve_columns
-    from .sources import open_source
+    from ..release.publish import resolve_columns
+    from ..sources import open_source
 
     if keep:
         raise InputError(f"{method} publishes only its quasi-identifiers and the sensitive attribute; a column to "
@@ -210,13 +212,13 @@ def run_spec(spec: Spec | str | Path, *, db: str | None = None, engine: Engine |
     if sp.format == "duckdb" and engine is None and not (db or sp.database):
         raise InputError(f"{sp.where('output', 'format')}: format duckdb writes tables into a database; give "
                          f"--db FILE or database: in the spec (or format parquet/csv with a path)")
-    from .errors import _SURFACE, cli_surface
+    from ..errors import SURFACE, cli_surface
 
     token = cli_surface("spec")
     try:
         return _run_spec(sp, eng, db, progress, write_files)
     finally:
-        _SURFACE.reset(token)
+        SURFACE.reset(token)
 
 
 def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files: bool) -> Release:
@@ -268,9 +270,9 @@ def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files:
 def _spec_source(eng: Engine, s: Any, sp: Spec) -> str:
     """The source reduced to the spec's attributes (identifiers dropped, unlisted columns left out);
     a column the source lacks is named with its place in the spec."""
-    from .sources import open_source
+    from ..sources import open_source
 
-    from .publish import check_identifiers
+    from ..release.publish import check_identifiers
 
     rel = open_source(eng, sp.source, scratch=s)
     have = [c for c, _ in eng.columns(rel)]
@@ -327,10 +329,10 @@ def spec_report(spec: Spec | str | Path, *, db: str | None = None, threshold: fl
     it: the spec's models re-checked on what was released (Anatomy: QIT/ST; slicing: the column
     tables against the source's tuples), class sizes, prosecutor risk, and per QI the share of
     released values that are not original values."""
-    from .checker import build_models
-    from .methods.anatomy import verify as verify_anatomy
-    from .methods.slicing import verify as verify_slicing
-    from .models.sliced_diversity import SlicedLDiversity
+    from ..checker import build_models
+    from ..methods.anatomy import verify as verify_anatomy
+    from ..methods.slicing import verify as verify_slicing
+    from ..models.sliced_diversity import SlicedLDiversity
     from .reporting import class_sizes, generalized_share, table_report
 
     sp = spec if isinstance(spec, Spec) else load_spec(spec)
@@ -369,7 +371,7 @@ def spec_report(spec: Spec | str | Path, *, db: str | None = None, threshold: fl
                     models = build_models(l=mp["l"], l_variant=mp.get("l_variant", "distinct"), c=mp.get("c"))
                     rep = verify_anatomy(eng, parts["qit"], parts["st"], sp.qi, sp.sensitive, models)
                 else:  # the rules re-mined from the source, the groups judged by matching l-diversity
-                    from .methods.injector import recheck
+                    from ..methods.injector import recheck
 
                     rep = recheck(eng, src, parts["qit"], parts["st"], sp.qi, sp.sensitive, mp["l"],
                                   sp.method_params.get("min_exp", 0.9), sp.hierarchies or None)

@@ -27,9 +27,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .engine import Engine, connect
-from .errors import InputError
-from .sqlgen import ident, seed_key
+from ..engines.base import Engine
+from ..engines import connect
+from ..errors import InputError
+from ..sqlgen import ident, seed_key
 
 #: enumerate candidates exactly up to this many (bucket, candidate) rows
 EXACT_LIMIT = 5_000_000

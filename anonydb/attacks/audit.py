@@ -21,11 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .engine import Engine, connect
-from .errors import AnonyDBError, InputError
+from ..engines.base import Engine
+from ..engines import connect
+from ..errors import AnonyDBError, InputError
 from .knowledge import Rules
-from .models.matching_diversity import check_l, valid_counts
-from .sqlgen import ident
+from ..models.matching_diversity import check_l, valid_counts
+from ..sqlgen import ident
 
 
 @dataclass
@@ -60,7 +61,7 @@ def members_from_counts(eng: Engine, s: Any, tuples: str, group: str, counts: st
     """(group, _adb_code, _adb_ivs, _adb_cnt): a perfect assignment, per group, of its value
     occurrences (``counts``: group, value, count) to its tuples (``tuples``: group and the exact QIs)
     respecting the rules, at the level of classes (by the ``matching_pairing`` UDF)."""
-    from .sqlfuncs import register
+    from ..sqlfuncs import register
 
     register(eng.con)  # type: ignore[attr-defined]
     on = " AND ".join(f"v.{ident(x)} IS NOT DISTINCT FROM t.{ident(x)}" for x in rules.qi)
@@ -151,11 +152,11 @@ def audit_distribution(b: Any, t: Any, *, engine: Engine | Any = None, qi: Any =
     ``qit``/``st`` (a bucketized release; ``st`` has ``group``, ``sensitive`` and ``count``). The
     prior is estimated from ``prior_source`` (default ``table``; required with QIT/ST: the
     adversary's knowledge comes from the data). ``distance`` as in (B,t)-privacy."""
-    from .checker import _evaluate
-    from .models.base import GroupContext
-    from .models.bt_privacy import BTPrivacy, cell_relations, members_of
-    from .prior import distinct_qids
-    from .schema import is_numeric_type, split_list
+    from ..checker import evaluate_model
+    from ..models.base import GroupContext
+    from ..models.bt_privacy import BTPrivacy, cell_relations, members_of
+    from ..models.prior import distinct_qids
+    from ..schema import is_numeric_type, split_list
 
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -193,7 +194,7 @@ def audit_distribution(b: Any, t: Any, *, engine: Engine | Any = None, qi: Any =
                            domain=int(domain), sensitive=sensitive, sensitive_numeric=is_numeric_type(sa_type),
                            sa_hierarchy=(hierarchies or {}).get(sensitive), scratch=s, qi_columns=[group],
                            members=members)
-        verdict = _evaluate(model, ctx, 0, None)
+        verdict = evaluate_model(model, ctx, 0, None)
         tuples = eng.fetch_rows(model.tuple_summary(ctx))[1][0]  # the same plan, summarized per tuple
     return DistributionAudit(b=model.prior.bandwidth if len(set(model.prior.bandwidth.values())) > 1 else b,
                              t=float(model.t), distance=model.params["distance"], rows=int(tuples[0] or 0),

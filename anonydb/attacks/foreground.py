@@ -46,11 +46,12 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .engine import Engine, Logged, connect
-from .errors import InputError, SQLError
-from .schema import RESERVED_PREFIX, split_list
-from .sources import open_source
-from .sqlgen import Rendered, ident, temp_name
+from ..engines.base import Engine, Logged
+from ..engines import connect
+from ..errors import InputError, SQLError
+from ..schema import RESERVED_PREFIX, split_list
+from ..sources import open_source
+from ..sqlgen import Rendered, ident, temp_name
 
 MAX_ATTRIBUTE_SETS = 4096  # grouping sets in the signature statement
 _CHUNK = 1 << 20  # padded cells (groups x classes x degrees) per DP chunk

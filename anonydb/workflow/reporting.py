@@ -20,10 +20,10 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from .engine import Engine
-from .errors import InputError
-from .schema import split_list
-from .sqlgen import ident
+from ..engines.base import Engine
+from ..errors import InputError
+from ..schema import split_list
+from ..sqlgen import ident
 
 THRESHOLD = 0.2
 
@@ -94,8 +94,8 @@ def generalized_share(eng: Engine, table: str, original: str, qi: list[str]) -> 
 
 
 def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
-    """The report of a :class:`anonydb.release.Release`."""
-    from .release import CLASS_COLUMN
+    """The report of a :class:`anonydb.workflow.jobs.Release`."""
+    from .jobs import CLASS_COLUMN
 
     eng = rel.engine
     method = rel.method
@@ -162,7 +162,7 @@ def table_report(eng: Engine, table: str, qi: str | Iterable[str], sensitive: st
     """The report of any table: the models' verdicts (``models`` as in :func:`anonydb.check`),
     class sizes and prosecutor risk over the QI columns (or ``class_column``), and, with
     ``original`` (the source), the per-QI share of generalized values."""
-    from .checker import check
+    from ..checker import check
 
     qi_cols = split_list(qi, "quasi-identifiers")
     verdicts: list[dict[str, Any]] = []

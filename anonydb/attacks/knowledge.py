@@ -24,12 +24,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .engine import Engine, connect
-from .errors import InputError
-from .hierarchy import Hierarchy
-from .schema import split_list, validate_roles
-from .sources import open_source
-from .sqlgen import ident, literal
+from ..engines.base import Engine
+from ..engines import connect
+from ..errors import InputError
+from ..hierarchy import Hierarchy
+from ..schema import split_list, validate_roles
+from ..sources import open_source
+from ..sqlgen import ident, literal
 
 MAX_VALUES = 62
 BATCH = 256  # grouping sets per statement
@@ -96,7 +97,7 @@ def mine_rules(source: str, qi: str | Iterable[str], sensitive: str, *, min_exp:
     for a in hierarchies:
         if a not in qi_cols:
             raise InputError(f"a hierarchy is given for {a!r}, which is not a quasi-identifier")
-    from .engine import Scratch
+    from ..engines.base import Scratch
 
     own = scratch is None
     s = Scratch(eng, "knowledge") if own else scratch
@@ -133,7 +134,7 @@ def _mine(eng, s, rel, qi_cols, sensitive, min_exp, hierarchies, n_examples) -> 
     q = [ident(c) for c in qi_cols]
     prof = s.table(f"SELECT {', '.join(f'r.{x}' for x in q)}, k._adb_code, count(*) AS _c FROM {ident(rel)} AS r "
                    f"JOIN {ident(codes)} AS k ON k._adb_sa IS NOT DISTINCT FROM r.{sa} GROUP BY ALL")
-    wide = s.table(_widen(prof, q, maps, heights, extra="p._adb_code, p._c"))
+    wide = s.table(widen(prof, q, maps, heights, extra="p._adb_code, p._c"))
     # every level vector: each QI absent or at one non-root level; batches of grouping sets
     choices = [[None] + list(range(hgt)) for hgt in heights]
     vectors = [v for v in itertools.product(*choices) if any(x is not None for x in v)]
@@ -183,7 +184,7 @@ def _mine(eng, s, rel, qi_cols, sensitive, min_exp, hierarchies, n_examples) -> 
     # IVS of every distinct QI tuple: the consequents of the rules whose predicates all match
     tup = s.table(f"SELECT DISTINCT {', '.join(q)} FROM {ident(rel)}")
     tup_ids = s.table(f"SELECT *, CAST(row_number() OVER () AS BIGINT) AS _adb_tid FROM {ident(tup)}")
-    twide = s.table(_widen(tup_ids, q, maps, heights, extra="p._adb_tid"))
+    twide = s.table(widen(tup_ids, q, maps, heights, extra="p._adb_tid"))
     # IVS: a tuple satisfies a rule when its labels equal the rule's on the rule's level vector. Per
     # distinct level vector of the minimal rules (they give the same IVS as all rules: each rule's
     # tuples lie within a minimal rule's), project every tuple onto it and hash-join the rules.
@@ -227,7 +228,7 @@ def level_maps(eng: Engine, s: Any, rel: str, qi: list[str], hierarchies: dict[s
     return maps, heights
 
 
-def _widen(base: str, q: list[str], maps: list[str], heights: list[int], extra: str) -> str:
+def widen(base: str, q: list[str], maps: list[str], heights: list[int], extra: str) -> str:
     """One label column a{i}_{lv} per (QI i, non-root level lv), joined from the level maps."""
     sel = [extra] + [f"m{i}.{ident(f'level_{lv}')} AS {ident(f'a{i}_{lv}')}"
                      for i, hgt in enumerate(heights) for lv in range(hgt)]

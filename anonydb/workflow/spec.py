@@ -4,7 +4,7 @@ A spec names the source (a table, or a CSV/Parquet file relative to the spec), t
 with their roles, kinds and hierarchies, the method and its parameters, the privacy models, the
 outputs and the report. :func:`load_spec` validates it against the schema below and raises
 :class:`SpecError` naming the key and its line for every problem it finds (all of them, not the
-first); :mod:`anonydb.release` runs it.
+first); :mod:`anonydb.workflow.jobs` runs it.
 
     source: adult.csv                       # or a table name in the database
     database: warehouse.duckdb              # optional; the CLI's --db overrides it
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 
 ROLES = {"qi": "qi", "quasi-identifier": "qi", "quasi_identifier": "qi", "identifier": "identifier",
          "sensitive": "sensitive", "insensitive": "insensitive"}
@@ -322,7 +322,7 @@ def _attributes(ck: _Checker, value: Any, base: Path) -> list[Attribute]:
 
 
 def _hierarchy(ck: _Checker, v: Any, at: tuple, base: Path) -> Any:
-    from .hierarchy import Hierarchy
+    from ..hierarchy import Hierarchy
 
     if isinstance(v, str):
         path = _rel(v, base)

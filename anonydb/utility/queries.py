@@ -40,11 +40,12 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Iterable, Sequence
 
-from .engine import Engine, connect
-from .errors import InfeasibleError, InputError
-from .hierarchy import EnumeratedHierarchy, Hierarchy
-from .schema import is_numeric_type, split_list, validate_roles
-from .sqlgen import ident
+from ..engines.base import Engine
+from ..engines import connect
+from ..errors import InfeasibleError, InputError
+from ..hierarchy import EnumeratedHierarchy, Hierarchy
+from ..schema import is_numeric_type, split_list, validate_roles
+from ..sqlgen import ident
 
 _INT_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
               "UBIGINT", "UHUGEINT")
@@ -273,7 +274,7 @@ def _check_queries(queries: Sequence[Query], sensitive: str | None) -> list[Quer
     out = list(queries)
     for i, q in enumerate(out):
         if not isinstance(q, Query):
-            raise InputError(f"query {i} is a {type(q).__name__}, not an anonydb.queries.Query")
+            raise InputError(f"query {i} is a {type(q).__name__}, not an anonydb.utility.queries.Query")
         if not isinstance(q.qi, dict):
             raise InputError(f"query {i}: qi must map columns to value sets or (lo, hi) ranges")
         for c in q.qi:

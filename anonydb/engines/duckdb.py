@@ -1,0 +1,106 @@
+"""DuckDB, the embedded default engine: in-memory, a database file, or a user's own connection.
+
+What DuckDB does that the other engines rewrite (medians, list functions, keyed order, recursive
+plans, macros) is the SQL the templates are written in; the other dialects' files
+(:mod:`anonydb.engines.postgres`) say how they differ from it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+
+from ..errors import InputError
+from ..sqlgen import ident
+from .base import Engine
+
+
+class DuckDBEngine(Engine):
+    """DuckDB backend: in-memory by default, a database file, or an existing connection."""
+
+    dialect = "duckdb"
+
+    def __init__(self, database: str | Path | duckdb.DuckDBPyConnection | None = None, *, read_only: bool = False):
+        super().__init__()
+        inner = database
+        for _ in range(3):  # a wrapper around a connection (dbt-duckdb's session holds it in _cursor)
+            if isinstance(inner, duckdb.DuckDBPyConnection) or not hasattr(inner, "_cursor"):
+                break
+            inner = inner._cursor
+        if isinstance(inner, duckdb.DuckDBPyConnection):
+            self.con, self.owned = inner, False
+        elif database is not None and not isinstance(database, (str, Path)):
+            raise InputError(f"expected a DuckDB connection, a database file path or None, got "
+                             f"{type(database).__name__}")
+        else:
+            self.con = _open_duckdb(database, read_only)
+            self.owned = True
+        self.database = None if database is None or self.owned is False else str(database)
+
+    def _execute(self, sql, params=None):
+        self.con.execute(sql, params) if params else self.con.execute(sql)
+
+    def _fetch(self, sql, params=None):
+        cur = self.con.execute(sql, params) if params else self.con.execute(sql)
+        cols = [d[0] for d in cur.description] if cur.description else []
+        return cols, cur.fetchall()
+
+    def row_ids(self, s, relation: str) -> tuple[str, str]:
+        """DuckDB's ``rowid`` of a base table (no copy), else a numbered copy of the source."""
+        kind = self.fetch_rows("SELECT table_type FROM information_schema.tables WHERE table_name = ?", [relation])[1]
+        if kind and kind[0][0] in ("BASE TABLE", "LOCAL TEMPORARY") and "_adb_rid" not in dict(self.columns(relation)):
+            return relation, "rowid"
+        return super().row_ids(s, relation)
+
+    def columns(self, relation: str) -> list[tuple[str, str]]:
+        _, rows = self._fetch(f"DESCRIBE SELECT * FROM {ident(relation, self.dialect)}")
+        return [(r[0], r[1]) for r in rows]
+
+    def exists(self, name: str) -> bool:
+        _, rows = self._fetch(
+            "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? "
+            "UNION ALL SELECT count(*) FROM duckdb_views() WHERE view_name = ?",
+            [name, name],
+        )
+        return any(r[0] for r in rows)
+
+    def close(self) -> None:
+        if self.owned:
+            self.con.close()
+
+
+#: the bytes at offset 8 of every DuckDB database file
+DUCKDB_MAGIC = b"DUCK"
+
+
+def _open_duckdb(database: str | Path | None, read_only: bool) -> "duckdb.DuckDBPyConnection":
+    """Open a DuckDB database file (or memory), refusing with one line what DuckDB would open wrongly
+    (a CSV opened as an empty database) or report as a traceback (a directory, a missing folder, a
+    read-only file, a lock held by another process)."""
+    if database is None or str(database) == ":memory:":
+        return duckdb.connect(":memory:")
+    path = Path(database)
+    where = f"--db {str(database)!r}"
+    if path.is_dir():
+        raise InputError(f"{where} is a directory, not a DuckDB database file")
+    if path.exists():
+        with open(path, "rb") as f:
+            head = f.read(12)
+        if path.stat().st_size and head[8:12] != DUCKDB_MAGIC:
+            raise InputError(f"{where} is not a DuckDB database (a data file is a source, not --db)")
+        if not read_only and not os.access(path, os.W_OK):
+            raise InputError(f"{where} is read-only: give a database this user can write, or a copy")
+    elif read_only:
+        raise InputError(f"{where}: no database at that path (this command only reads an existing one)")
+    elif not path.parent.is_dir():
+        raise InputError(f"{where}: the folder {str(path.parent)!r} does not exist")
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as e:
+        text = str(e)
+        if "lock" in text.lower():
+            raise InputError(f"database {str(database)!r} is in use by another process; wait for it to finish "
+                             f"(DuckDB allows one writer)") from None
+        raise InputError(f"cannot open {where}: {text.splitlines()[0]}") from None
