@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import Interrupted, SQLError
-from ..sqlgen import Rendered, Templates, ident, temp_name
+from ..sqlgen import Rendered, Templates, ident, literal, temp_name
 
 
 #: set by :func:`request_stop`: the reason (a signal's name) every later statement raises with
@@ -124,13 +125,44 @@ class Engine(abc.ABC):
     def rename(self, old: str, new: str) -> None:
         self.execute(f"ALTER TABLE {ident(old, self.dialect)} RENAME TO {ident(new, self.dialect)}")
 
-    @abc.abstractmethod
     def row_ids(self, s: "Scratch", relation: str) -> tuple[str, str]:
         """A row id for every row of ``relation``: a numbered copy in scratch ``s``. Returns
         (relation, row-id column). Engines with a stable physical row id override it (no copy)."""
         return s.table(f"SELECT CAST(row_number() OVER () - 1 AS BIGINT) AS _adb_rid, * FROM "
                        f"{ident(relation, self.dialect)}"), "_adb_rid"
 
+    def relations(self, names: Iterable[str] = (), prefix: str | None = None) -> dict[str, str]:
+        """Tables and views of the current schema named in ``names`` or starting with ``prefix``:
+        name -> ``information_schema`` table type ('BASE TABLE', 'VIEW', ...)."""
+        names = list(names)
+        cond = []
+        if names:
+            cond.append("table_name IN (" + ", ".join(literal(n) for n in names) + ")")
+        if prefix:
+            cond.append(f"left(table_name, {len(prefix)}) = {literal(prefix)}")
+        if not cond:
+            return {}
+        rows = self.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE "
+                               f"table_schema = current_schema() AND ({' OR '.join(cond)})")[1]
+        return {r[0]: r[1] for r in rows}
+
+    def writer_id(self) -> int:
+        """Who writes this run's staging tables: the process id (an embedded database is local)."""
+        return os.getpid()
+
+    def writer_alive(self, writer: int) -> bool:
+        """Whether the writer of a staging table is still running (its tables are not swept)."""
+        if writer == os.getpid():
+            return True
+        try:
+            os.kill(writer, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    @abc.abstractmethod
     def columns(self, relation: str) -> list[tuple[str, str]]:
         """(name, type) of each column of a table or view."""
 

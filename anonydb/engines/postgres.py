@@ -492,6 +492,14 @@ class PostgresEngine(Engine):
     def exists(self, name: str) -> bool:
         return self._regclass(name) is not None
 
+    def writer_id(self) -> int:
+        """The server backend of this session: clients on other machines share the server, so a
+        local process id says nothing about them."""
+        return int(self.scalar("SELECT pg_backend_pid()"))
+
+    def writer_alive(self, writer: int) -> bool:
+        return bool(self.scalar(f"SELECT count(*) FROM pg_stat_activity WHERE pid = {int(writer)}"))
+
     def close(self) -> None:
         if self.owned:
             self.con.close()

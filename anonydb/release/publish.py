@@ -167,10 +167,11 @@ def row_order(eng: Engine, seed: int | None = None) -> Order:
 
 
 # --- staging and the swap ----------------------------------------------------------------------------
-def stage_name(role: str = "release") -> str:
-    """A staging table's name: the prefix, this process's id (a sweep keeps a live writer's) and a
-    random part."""
-    return f"{STAGE_PREFIX}{os.getpid()}_{uuid.uuid4().hex[:10]}_{role}"
+def stage_name(role: str = "release", eng: Engine | None = None) -> str:
+    """A staging table's name: the prefix, the writer's id (:meth:`Engine.writer_id`: a sweep keeps
+    a live writer's) and a random part."""
+    writer = eng.writer_id() if eng is not None else os.getpid()
+    return f"{STAGE_PREFIX}{writer}_{uuid.uuid4().hex[:10]}_{role}"
 
 
 def _alive(pid: int) -> bool:
@@ -188,12 +189,14 @@ def _alive(pid: int) -> bool:
 def sweep(eng: Engine) -> list[str]:
     """Drop the staging tables and views left by runs that were killed (their process is gone);
     return their names."""
-    rows = eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE "
-                          "starts_with(table_name, ?) OR contains(table_name, ?)", [STAGE_PREFIX, _LEGACY_STAGE])[1]
+    rows = list(eng.relations(prefix=STAGE_PREFIX).items())
+    rows += [r for r in eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE "
+                                       "table_schema = current_schema() AND strpos(table_name, ?) > 0",
+                                       [_LEGACY_STAGE])[1] if r[0] not in dict(rows)]
     gone = []
     for name, kind in sorted(rows, key=lambda r: r[1] != "VIEW"):
         m = re.match(re.escape(STAGE_PREFIX) + r"(\d+)_", name)
-        if m and _alive(int(m.group(1))):
+        if m and eng.writer_alive(int(m.group(1))):
             continue
         eng.drop(name, view=kind == "VIEW")
         gone.append(name)
@@ -216,8 +219,7 @@ def _swap(eng: Engine, pairs: list[tuple[str, str]], as_view: bool = False,
     in ``<out>__data``), all in one transaction: the old release stays until the new one is in.
     ``view``: (name, select) of a view over the new tables, (re)created in the same transaction."""
     names = [t for _, out in pairs for t in (out, out + "__data")] + ([view[0]] if view else [])
-    kinds = dict(eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE table_name IN ("
-                                + ", ".join(literal(x) for x in names) + ")")[1])
+    kinds = eng.relations(names)
     eng.execute("BEGIN TRANSACTION")
     try:
         if view and view[0] in kinds:
@@ -299,7 +301,7 @@ class Publication:
         self.staged.clear()
 
     def stage(self, role: str = "release") -> str:
-        name = stage_name(role)
+        name = stage_name(role, self.eng)
         self.staged[name] = None
         return name
 

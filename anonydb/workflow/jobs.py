@@ -225,7 +225,7 @@ def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files:
     start = len(eng.log)
     t0 = time.perf_counter()
     files_out = sp.format in ("parquet", "csv")
-    out = sp.table if not files_out else stage_name("export")
+    out = sp.table if not files_out else stage_name("export", eng)
     if files_out and write_files:
         inputs = [sp.source, sp.path, sp.database, db] + [getattr(h, "source", None) for h in sp.hierarchies.values()]
         for _, path in _parts_of(sp.method, sp):
@@ -318,8 +318,7 @@ def _write_files(eng: Engine, rel: Release, sp: Spec) -> list[str]:
 
 def _drop_release(eng: Engine, out: str) -> None:
     """Drop a staging release built only to be exported (tables and views named out, out_*)."""
-    rows = eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE table_name = ? OR "
-                          "starts_with(table_name, ?)", [out, out + "_"])[1]
+    rows = eng.relations([out], prefix=out + "_").items()
     for name, kind in sorted(rows, key=lambda r: r[1] != "VIEW"):
         eng.drop(name, view=(kind == "VIEW"))
 
