@@ -42,3 +42,18 @@ def make_table(engine, name: str, columns: list[str], rows: list[tuple], counts:
     else:
         engine.execute(f"CREATE TABLE {ident(name)} AS SELECT * FROM (VALUES {values}) AS v({cols})")
     return name
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """One real PostgreSQL server for the whole session (tests/pg_server.py), stopped at its end."""
+    from pg_server import PgUnavailable, find_bin_dir, pg_server
+
+    if find_bin_dir() is None:
+        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl) under /usr/lib/postgresql/*/bin, $PG_BIN "
+                    "or PATH: install Debian's postgresql package (.ci/run does)")
+    try:
+        with pg_server() as url:
+            yield url
+    except PgUnavailable as e:
+        pytest.skip(str(e))

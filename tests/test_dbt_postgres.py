@@ -28,7 +28,7 @@ import anonydb
 
 from conftest import ROOT, make_table
 from test_dbt import _dbt, _generic
-from test_postgres import copy_to_pg, pg_url  # noqa: F401  (pg_url: the session's server, a fixture)
+from test_postgres import copy_to_pg
 
 from anonydb.engines import connect_postgres  # noqa: E402
 
@@ -74,7 +74,7 @@ def project(pg_url, tmp_path_factory):  # noqa: F811
 
 
 @pytest.fixture(scope="module")
-def pg(pg_url):  # noqa: F811
+def pg(pg_url):
     eng = connect_postgres(pg_url)
     yield eng
     eng.close()

@@ -18,7 +18,8 @@ import pytest
 
 from conftest import ROOT, need_shared
 
-PLACEHOLDERS = ("...", " [", "people", "warehouse", "release.yaml", "adult_rel ", "dbt ", "pip ", "cd ")
+PLACEHOLDERS = ("...", " [", "people", "warehouse", "release.yaml", "adult_rel ", "dbt ", "pip ", "cd ",
+                "$PG")  # the PostgreSQL section runs in tests/test_postgres_cli.py, against a real server
 
 
 def readme_commands() -> list[str]:

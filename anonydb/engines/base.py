@@ -12,11 +12,12 @@ from __future__ import annotations
 import abc
 import contextlib
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence
 
-from ..errors import Interrupted, SQLError
+from ..errors import InputError, Interrupted, SQLError
 from ..sqlgen import Rendered, Templates, ident, literal, temp_name
 
 
@@ -40,6 +41,25 @@ def _check_stop(sql: str) -> None:
         raise Interrupted(_STOP[0])
 
 
+#: statements a read-only engine still runs: its own session-temporary scratch tables
+_SCRATCH_WRITE = re.compile(r'^\s*(CREATE\s+(OR\s+REPLACE\s+)?TEMP(ORARY)?\s|(DROP\s+(TABLE|VIEW)\s+(IF\s+EXISTS\s+)?'
+                            r'|ALTER\s+TABLE\s+|INSERT\s+INTO\s+|UPDATE\s+|DELETE\s+FROM\s+|ANALYZE\s+)"__'
+                            r'|SELECT\b|WITH\b|SET\b|SHOW\b|EXPLAIN\b|BEGIN\b|COMMIT\b|ROLLBACK\b)', re.I)
+
+
+#: CREATE [OR REPLACE] TABLE/VIEW not already temporary (a plan's replay makes every table temporary)
+_TEMP_CREATE = re.compile(r"^(\s*CREATE\s+(OR\s+REPLACE\s+)?)(TABLE|VIEW)\b", re.I | re.M)
+
+
+def _refuse_write(sql: str) -> None:
+    """A read-only engine (``check`` and ``report`` on a server that has no read-only mode for
+    temporary tables) refuses anything but queries and its own scratch tables."""
+    for stmt in (x for x in sql.split(";") if x.strip()):
+        body = re.sub(r"^\s*(--[^\n]*\n\s*)*", "", stmt)
+        if not _SCRATCH_WRITE.match(body):
+            raise InputError(f"this command only reads the database, but was about to run: {body.strip()[:60]}")
+
+
 @dataclass(frozen=True)
 class Logged:
     sql: str
@@ -55,6 +75,7 @@ class Engine(abc.ABC):
     def __init__(self) -> None:
         self.templates = Templates(self.dialect)
         self.log: list[Logged] = []  # every statement run and its duration, for plans and reports
+        self.temp_only = False  # a plan's replay on a server: every table it creates is session-temporary
         self._secrets: set[str] = set()  # texts never logged nor shown in an error (a release's order key)
 
     def secret(self, text: str) -> str:
@@ -83,6 +104,10 @@ class Engine(abc.ABC):
     def execute(self, stmt: str | Rendered, params: Sequence[Any] | None = None) -> None:
         r = stmt if isinstance(stmt, Rendered) else Rendered(stmt, None)  # type: ignore[arg-type]
         _check_stop(r.sql)
+        if getattr(self, "read_only", False):
+            _refuse_write(r.sql)
+        if self.temp_only:
+            r = Rendered(_TEMP_CREATE.sub(r"\1TEMPORARY \3", r.sql), r.template)
         t0 = time.perf_counter()
         try:
             self._execute(r.sql, params)
@@ -145,6 +170,11 @@ class Engine(abc.ABC):
         rows = self.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE "
                                f"table_schema = current_schema() AND ({' OR '.join(cond)})")[1]
         return {r[0]: r[1] for r in rows}
+
+    def copy_out(self, table: str, path: Any, fmt: str) -> None:
+        """Write ``table`` to the local file ``path`` (``fmt`` 'csv' with a header, or 'parquet')."""
+        spec = "PARQUET" if fmt == "parquet" else "CSV, HEADER"
+        self.execute(f"COPY (SELECT * FROM {ident(table, self.dialect)}) TO {literal(str(path))} (FORMAT {spec})")
 
     def writer_id(self) -> int:
         """Who writes this run's staging tables: the process id (an embedded database is local)."""

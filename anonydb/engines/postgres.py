@@ -9,7 +9,7 @@ The rest of anonydb generates DuckDB-dialect SQL (``sql/*.sql.j2`` rendered with
 2. refuse, with one line ``not available on postgres: <reason>`` (an
    :class:`~anonydb.errors.InputError`), a construct left that has no PostgreSQL equivalent yet
    (:data:`UNAVAILABLE`); nothing ever falls back to pulling the data into Python;
-3. transpile with :func:`anonydb.sqlgen.transpile` (sqlglot) and run each resulting statement,
+3. write the tree out as PostgreSQL (sqlglot) and run each resulting statement,
    then ANALYZE a table that CREATE TABLE AS made (:func:`_after`).
 
 Every way PostgreSQL differs from DuckDB for anonydb is in this file:
@@ -28,11 +28,24 @@ CREATE OR REPLACE TABLE t AS           DROP TABLE IF EXISTS t; CREATE TABLE t AS
 ? parameters                           %s (psycopg), every other % doubled
 sum(BIGINT) -> HUGEINT -> int          sum(bigint) -> numeric -> int (:class:`_NumericLoader`)
 DESCRIBE type names                    format_type() mapped to DuckDB's names (:data:`TYPE_NAMES`)
+GROUP BY ALL                           GROUP BY the positions of the non-aggregate select items
+arg_max(x, y) / arg_min(x, y)          (array_agg(x ORDER BY y DESC|ASC, x) FILTER (WHERE y IS
+                                       NOT NULL))[1]; a list [a, b] picks each element alike
+any_value(x) (PostgreSQL 16+ only)     min(x): anonydb takes it of per-group constants
+md5_number(s) (keyed row order)        the first 64 bits of md5(s) as BIGINT (key stays inlined,
+                                       redacted from logs); orders differ from DuckDB's
+hash(x), hash(xor(hash(x), k))         64 bits of md5(CAST(x AS TEXT) [|| '/' || k]) (x may be a
+                                       whole row); h >> n masked to the unsigned shift
+log(b, x)                              ln(x) / ln(b) in DOUBLE (log(b, x) is NUMERIC-only there)
+FROM (subquery) without alias          an alias _adb_subN (required before PostgreSQL 16)
+string_split(s, sep)                   string_to_array(s, sep); list_contains -> = ANY(...)
 =====================================  ==========================================================
 
-Refused (:data:`UNAVAILABLE`): ASOF joins, TRY_CAST, arg_max/arg_min, structs, list functions,
-read_csv/read_parquet, DuckDB's hash/xor/md5_number (keyed random orders), table macros,
-DuckDB's catalog functions, recursive CTEs with USING KEY.
+Refused (:data:`UNAVAILABLE`): ASOF joins, TRY_CAST, structs outside to_json (Injector's rule
+mining), list_sort/array_to_string, read_csv/read_parquet, table macros, DuckDB's catalog
+functions, recursive CTEs with USING KEY (Mondrian's plan="recursive" is refused up front by
+anonymize; plan="auto" takes the level-wise plan). Slicing is refused up front by
+:func:`anonydb.methods.slicing` (SELECT * REPLACE, and its column-association plans are not ported).
 
 Transactions: the connection runs in autocommit mode, as a DuckDB connection does, so every
 statement commits on its own unless the caller opened a transaction with ``BEGIN TRANSACTION``
@@ -58,9 +71,9 @@ from typing import Any, Callable, Sequence
 import sqlglot
 from sqlglot import exp
 
-from .base import Engine
+from .base import Engine, Logged
 from ..errors import InputError, SQLError
-from ..sqlgen import ident, transpile
+from ..sqlgen import ident
 
 try:  # psycopg is an optional extra: pip install 'anonydb[postgres]'
     import psycopg
@@ -83,23 +96,15 @@ class NotAvailable(InputError):
 # ------------------------------------------------------------------------------------------------
 UNAVAILABLE: list[tuple[type[exp.Expression] | str, str]] = [
     (exp.TryCast, "TRY_CAST (a cast that yields NULL instead of failing) has no PostgreSQL equivalent"),
-    (exp.ArgMax, "arg_max: DuckDB's arg_max/arg_min aggregates are not rewritten yet"),
-    (exp.ArgMin, "arg_min: DuckDB's arg_max/arg_min aggregates are not rewritten yet"),
     (exp.Struct, "struct_pack: DuckDB structs (outside to_json) are not rewritten yet"),
     (exp.ArraySort, "list_sort: DuckDB list functions are not rewritten yet"),
-    (exp.ArrayContains, "list_contains: DuckDB list functions are not rewritten yet"),
     (exp.ReadCSV, "read_csv: files are read by DuckDB; load the file into a PostgreSQL table first"),
     (exp.ReadParquet, "read_parquet: files are read by DuckDB; load the file into a PostgreSQL table first"),
-    (exp.AnyValue, "any_value needs PostgreSQL 16"),
-    ("hash", "hash(): DuckDB's seeded hashing (keyed random order) is not rewritten yet"),
-    ("xor", "xor(): DuckDB's seeded hashing (keyed random order) is not rewritten yet"),
-    ("md5_number", "md5_number(): a release's keyed row order is not rewritten yet"),
     ("query_table", "query_table(): DuckDB table macros"),
     ("duckdb_tables", "duckdb_tables(): DuckDB's catalog"),
     ("duckdb_views", "duckdb_views(): DuckDB's catalog"),
     ("to_json", "to_json() of anything but a struct_pack"),
     ("bit_count", "bit_count() on integers"),
-    ("list_contains", "DuckDB list functions are not rewritten yet"),
     ("array_to_string", "DuckDB list functions are not rewritten yet"),
 ]
 
@@ -170,6 +175,9 @@ def _rw_types(tree: exp.Expression) -> exp.Expression:
 
 def _rw_double_math(tree: exp.Expression) -> exp.Expression:
     """ln/exp/sqrt/log/pow(x) -> the same of CAST(x AS DOUBLE): computed in DOUBLE as DuckDB does."""
+    for fn in list(tree.find_all(exp.Log)):  # log(b, x): PostgreSQL has it for NUMERIC only
+        if fn.args.get("expression") is not None:
+            fn.replace(exp.Div(this=exp.Ln(this=fn.expression.copy()), expression=exp.Ln(this=fn.this.copy())))
     for fn in list(tree.find_all(*DOUBLE_MATH)):
         for key in ("this", "expression"):
             arg = fn.args.get(key)
@@ -229,6 +237,136 @@ def _rw_hash_joins(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def _pg(sql: str) -> exp.Expression:
+    """A PostgreSQL expression (the rewritten trees are written out as PostgreSQL directly)."""
+    return sqlglot.parse_one(sql, read="postgres")
+
+
+def _has_aggregate(e: exp.Expression) -> bool:
+    """Whether a select item aggregates (or is a window function): GROUP BY ALL leaves it out."""
+    return any(isinstance(n, (exp.AggFunc, exp.Window)) for n in e.walk())
+
+
+def _rw_group_by_all(tree: exp.Expression) -> exp.Expression:
+    """GROUP BY ALL -> GROUP BY the positions of the select items that neither aggregate nor are
+    window functions (DuckDB's rule); no such item: no GROUP BY (one group, as DuckDB)."""
+    for group in list(tree.find_all(exp.Group)):
+        if not group.args.get("all") or group.expressions:
+            continue
+        select = group.parent
+        if not isinstance(select, exp.Select):
+            continue
+        keys = [exp.Literal.number(i + 1) for i, item in enumerate(select.expressions) if not _has_aggregate(item)]
+        if keys:
+            group.set("all", None)
+            group.set("expressions", keys)
+        else:
+            group.pop()
+    return tree
+
+
+def _rw_arg_best(tree: exp.Expression) -> exp.Expression:
+    """arg_max(x, y) / arg_min(x, y) -> (array_agg(x ORDER BY y DESC|ASC, x) FILTER (WHERE y IS NOT
+    NULL))[1]: x at the largest (smallest) y, rows with NULL y ignored, as in DuckDB. A list x
+    ([a, b]) -> ARRAY[one such pick per element], each ordered by y and then by every element, so
+    all elements come from one row."""
+    for fn in list(tree.find_all(exp.ArgMax, exp.ArgMin)):
+        x, y = fn.this, fn.expression
+        if y is None or fn.args.get("count") is not None:
+            raise NotAvailable("arg_max/arg_min with a count (the n largest)")
+        direction = "DESC" if isinstance(fn, exp.ArgMax) else "ASC"
+        ysql = y.sql("postgres")
+        parts = x.expressions if isinstance(x, exp.Array) else [x]
+        ties = ", ".join(f"{p.sql('postgres')} NULLS LAST" for p in parts)
+        picks = [f"(array_agg({p.sql('postgres')} ORDER BY {ysql} {direction} NULLS LAST, {ties}) "
+                 f"FILTER (WHERE {ysql} IS NOT NULL))[1]" for p in parts]
+        fn.replace(_pg(f"ARRAY[{', '.join(picks)}]" if isinstance(x, exp.Array) else f"({picks[0]})"))
+    return tree
+
+
+def _rw_any_value(tree: exp.Expression) -> exp.Expression:
+    """any_value(x) -> min(x) (PostgreSQL 15 has no any_value). anonydb takes any_value of a value
+    that is the same on every row of the group (a class's label, a per-group constant) or of which
+    any row will do; min is one of them, and ignores NULLs as any_value does."""
+    for fn in list(tree.find_all(exp.AnyValue)):
+        target = fn.parent if isinstance(fn.parent, exp.IgnoreNulls) else fn
+        target.replace(exp.Min(this=fn.this.copy()))
+    return tree
+
+
+#: the first 64 bits of md5(text) as a BIGINT: PostgreSQL's stand-in for DuckDB's hash() and md5_number()
+_MD5_64 = "CAST(CAST('x' || substr(md5({}), 1, 16) AS BIT(64)) AS BIGINT)"
+
+
+def _anon(e: exp.Expression | None, name: str) -> bool:
+    while isinstance(e, exp.Paren):
+        e = e.this
+    return isinstance(e, exp.Anonymous) and e.name.lower() == name
+
+
+def _keyed(x: exp.Expression, key: exp.Expression | None = None) -> exp.Expression:
+    text = f"CAST({x.sql('postgres')} AS TEXT)"
+    if key is not None:
+        while isinstance(key, exp.Cast):
+            key = key.this
+        text += f" || '/' || CAST({key.sql('postgres')} AS TEXT)"
+    return _pg(_MD5_64.format(text))
+
+
+def _rw_hashes(tree: exp.Expression) -> exp.Expression:
+    """DuckDB's hash() and md5_number() -> 64 bits of PostgreSQL's md5 (the orders differ from
+    DuckDB's, and stay as unpredictable: a release's order key is inlined into the hashed text):
+
+    * md5_number(s) (a release's keyed row order) -> the first 64 bits of md5(s), a BIGINT;
+    * hash(xor(hash(x), CAST(k AS UBIGINT))) (the ``rand`` macro, keyed draws) -> the same of
+      CAST(x AS TEXT) || '/' || k; hash(x) -> the same of CAST(x AS TEXT) (x may be a whole row);
+    * h >> n of such a hash (``unif``: a uniform in [0, 1)) -> (h >> n) & (2^(64-n) - 1), the
+      shift of the unsigned 64-bit value DuckDB's UBIGINT holds (BIGINT shifts keep the sign)."""
+    for fn in list(tree.find_all(exp.Anonymous)):
+        if fn.name.lower() == "md5_number" and len(fn.expressions) == 1:
+            fn.replace(_pg(_MD5_64.format(fn.expressions[0].sql("postgres"))))
+
+    def rewrite(h: exp.Expression) -> exp.Expression:
+        while isinstance(h, exp.Paren):
+            h = h.this
+        arg = h.expressions[0] if len(h.expressions) == 1 else None
+        if arg is None:
+            raise NotAvailable("hash() of several values")
+        inner = arg.this if isinstance(arg, exp.Paren) else arg
+        if isinstance(inner, exp.BitwiseXor) and _anon(inner.this, "hash"):
+            return _keyed(inner.this.expressions[0] if not isinstance(inner.this, exp.Paren)
+                          else inner.this.this.expressions[0], inner.expression)
+        return _keyed(arg)
+
+    for shift in list(tree.find_all(exp.BitwiseRightShift)):
+        if _anon(shift.this, "hash") and isinstance(shift.expression, exp.Literal) and shift.expression.is_int:
+            n = int(shift.expression.this)
+            shifted = exp.BitwiseRightShift(this=rewrite(shift.this), expression=exp.Literal.number(n))
+            shift.replace(exp.Paren(this=exp.BitwiseAnd(this=exp.Paren(this=shifted),
+                                                        expression=exp.Literal.number((1 << (64 - n)) - 1))))
+    for fn in list(tree.find_all(exp.Anonymous)):
+        if fn.name.lower() == "hash":
+            fn.replace(rewrite(fn))
+    return tree
+
+
+def _rw_subquery_alias(tree: exp.Expression) -> exp.Expression:
+    """A subquery in FROM or JOIN without an alias gets one (PostgreSQL 15 requires it)."""
+    n = 0
+    for sub in list(tree.find_all(exp.Subquery)):
+        if isinstance(sub.parent, (exp.From, exp.Join)) and not sub.alias:
+            sub.set("alias", exp.TableAlias(this=exp.to_identifier(f"_adb_sub{n}")))
+            n += 1
+    return tree
+
+
+def _rw_lists(tree: exp.Expression) -> exp.Expression:
+    """string_split(s, sep) -> string_to_array(s, sep) (list_contains(l, v) is v = ANY(l) by sqlglot)."""
+    for fn in list(tree.find_all(exp.Split)):
+        fn.replace(exp.Anonymous(this="string_to_array", expressions=[fn.this.copy(), fn.expression.copy()]))
+    return tree
+
+
 def _conjuncts(e: exp.Expression):
     while isinstance(e, exp.Paren):
         e = e.this
@@ -253,8 +391,10 @@ def _rw_create_or_replace(tree: exp.Expression) -> list[exp.Expression]:
 
 #: the rewrites of one statement tree, in the order they run (CREATE OR REPLACE, which makes two
 #: statements of one, runs last: :func:`_rw_create_or_replace`)
-REWRITES: list[Callable[[exp.Expression], exp.Expression]] = [_rw_types, _rw_double_math, _rw_division,
-                                                              _rw_json_keys, _rw_hash_joins]
+REWRITES: list[Callable[[exp.Expression], exp.Expression]] = [_rw_group_by_all, _rw_types, _rw_double_math,
+                                                              _rw_division, _rw_json_keys, _rw_hash_joins,
+                                                              _rw_arg_best, _rw_any_value, _rw_hashes,
+                                                              _rw_subquery_alias, _rw_lists]
 
 #: a column name standing for a ``?`` parameter while the statement is transpiled (becomes ``%s``)
 _PARAM = "adb_param_placeholder_0a5e"
@@ -281,7 +421,7 @@ def to_postgres(sql: str, with_params: bool = False, hash_joins: bool = True) ->
             for ph in list(tree.find_all(exp.Placeholder)):
                 ph.replace(exp.column(_PARAM))
         for stmt in _rw_create_or_replace(tree):
-            pg = transpile(stmt.sql("duckdb"), "postgres")
+            pg = stmt.sql("postgres")
             if with_params:
                 pg = pg.replace("%", "%%").replace(_PARAM, "%s")
             out.append(pg)
@@ -356,6 +496,7 @@ class PostgresEngine(Engine):
     dialect = "postgres"
 
     def __init__(self, database: Any, *, read_only: bool = False):
+        self.read_only = read_only  # Engine.execute refuses writes outside session-temporary scratch tables
         if psycopg is None:
             raise InputError("PostgreSQL needs psycopg 3: pip install 'anonydb[postgres]'")
         super().__init__()
@@ -382,8 +523,6 @@ class PostgresEngine(Engine):
         with self.con.cursor() as cur:  # restored after each statement that turns it off (_send)
             cur.execute("SELECT current_setting('enable_nestloop')")
             self._nestloop = cur.fetchone()[0]
-            if read_only:  # check and report only read: the server refuses any write in this session
-                cur.execute("SET default_transaction_read_only = on")
 
     # -- statements --------------------------------------------------------------------------
     def _statements(self, sql: str, params: Sequence[Any] | None, hash_joins: bool = True) -> list[str]:
@@ -491,6 +630,21 @@ class PostgresEngine(Engine):
 
     def exists(self, name: str) -> bool:
         return self._regclass(name) is not None
+
+    def copy_out(self, table: str, path: Any, fmt: str) -> None:
+        """A file export streams ``COPY ... TO STDOUT`` to the client's file (a server-side COPY TO
+        would write on the server's disk). CSV only."""
+        if fmt != "csv":
+            raise NotAvailable(f"{fmt} export (PostgreSQL streams CSV; export as .csv)")
+        sql = f"COPY (SELECT * FROM {ident(table, 'postgres')}) TO STDOUT (FORMAT csv, HEADER true)"
+        try:
+            with self.con.cursor() as cur, open(path, "wb") as f:
+                with cur.copy(sql) as cp:
+                    for chunk in cp:
+                        f.write(chunk)
+        except psycopg.Error as e:
+            raise SQLError(f"PostgresError: {type(e).__name__}: {e}", sql, None) from e
+        self.log.append(Logged(sql, None, 0.0))
 
     def writer_id(self) -> int:
         """The server backend of this session: clients on other machines share the server, so a

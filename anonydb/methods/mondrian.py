@@ -135,6 +135,11 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         raise InputError(f"categorical must be 'hierarchy' or 'order', got {categorical!r}")
     if plan not in PLANS:
         raise InputError(f"plan must be one of {', '.join(PLANS)}, got {plan!r}")
+    if plan == "recursive" and eng.dialect == "postgres":  # refused before anything is read or written
+        from ..engines.postgres import NotAvailable
+
+        raise NotAvailable("Mondrian's plan='recursive' (one recursive statement with DuckDB's USING KEY); "
+                           "use plan='levelwise'")
     if models is None:
         model_params = dict(params)
         models = build_models(**params)

@@ -105,6 +105,11 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
     """
     t0 = time.perf_counter()
     eng = connect(engine)
+    if eng.dialect == "postgres":  # refused before anything is read or written
+        from ..engines.postgres import NotAvailable
+
+        raise NotAvailable("slicing (its bucket search uses DuckDB's SELECT * REPLACE and column-association "
+                           "plans not yet ported)")
     qi_cols = split_list(qi, "quasi-identifiers")
     model = SlicedLDiversity(l)
     if not sensitive:

@@ -385,10 +385,9 @@ def export(eng: Engine, parts: list[tuple[str, Path]]) -> list[str]:
     done: list[tuple[Path, Path]] = []
     try:
         for table, path in parts:
-            fmt = "PARQUET" if path.suffix.lower() == ".parquet" else "CSV, HEADER"
             tmp = tmp_beside(path)
             done.append((tmp, path))
-            eng.execute(f"COPY (SELECT * FROM {ident(table)}) TO {literal(str(tmp))} (FORMAT {fmt})")
+            eng.copy_out(table, tmp, "parquet" if path.suffix.lower() == ".parquet" else "csv")
         for tmp, path in done:
             os.replace(tmp, path)
     finally:

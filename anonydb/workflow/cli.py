@@ -18,6 +18,19 @@ from ..methods.mondrian import PLANS
 from ..models import DISTANCES, L_VARIANTS
 
 
+#: what --db takes, in every command
+DB_HELP = "a DuckDB database file (default: in memory) or a postgresql://user@host:port/db URL"
+
+
+def _engine_for(args: argparse.Namespace, read_only: bool = False):
+    """The engine of ``--db``: DuckDB (a file, or memory) or PostgreSQL (a postgresql:// URL).
+    ``read_only``: the command only reads (a DuckDB file opened read-only, a Postgres session whose
+    transactions are read-only)."""
+    from ..engines import connect
+
+    return connect(args.db, read_only=read_only and bool(args.db))
+
+
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("privacy models")
     g.add_argument("--k", type=int, help="k-anonymity: every group has at least k records")
@@ -145,7 +158,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("source", help="a table or view in --db, or a CSV/Parquet file")
     c.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
     c.add_argument("--sensitive", help="the sensitive attribute")
-    c.add_argument("--db", help="DuckDB database file (default: in memory)")
+    c.add_argument("--db", help=DB_HELP)
     c.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH",
                    help="an ARX-format hierarchy file for an attribute (repeatable)")
     c.add_argument("--numeric", default=None, help="attributes that must hold numbers, comma-separated")
@@ -191,7 +204,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="fulldomain: the utility metric that picks the optimum (default dm)")
     a.add_argument("--groups", metavar="COLUMN", help="anatomy: release QIT/ST for the groups of this column "
                    "(e.g. a Mondrian eq_class) instead of creating groups")
-    a.add_argument("--db", help="DuckDB database file (default: in memory; use --export to keep the release)")
+    a.add_argument("--db", help=DB_HELP + "; use --export to keep an in-memory release")
     a.add_argument("--export", metavar="PATH", help="also write the release to a .csv or .parquet file")
     a.add_argument("--identifiers", help="columns naming a person, comma-separated: dropped, and refused if one "
                                          "repeats (several records per person)")
@@ -221,13 +234,13 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("release", help="run a YAML release spec end to end: load, anonymize, verify, materialize, "
                                        "report")
     r.add_argument("spec", help="the release spec (YAML)")
-    r.add_argument("--db", help="DuckDB database file (overrides the spec's database:)")
+    r.add_argument("--db", help=DB_HELP + " (overrides the spec's database:)")
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress display (it is shown only on a terminal)")
 
     p = sub.add_parser("plan", help="print the SQL a release spec would run, without touching the database")
     p.add_argument("spec", help="the release spec (YAML)")
-    p.add_argument("--db", help="DuckDB database file holding the source (attached read-only)")
+    p.add_argument("--db", help=DB_HELP + " holding the source (read only)")
     p.add_argument("--all", action="store_true", help="every statement (default: each template once, with its count)")
 
     rp = sub.add_parser("report", help="write a report (HTML and/or JSON) of a release: verdicts, class sizes, "
@@ -239,7 +252,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--class-column", help="the column naming a record's class (default: the QI values)")
     rp.add_argument("--original", metavar="TABLE|FILE", help="the source the release came from (per-QI loss)")
     rp.add_argument("--threshold", type=float, default=0.2, help="risk threshold (default 0.2)")
-    rp.add_argument("--db", help="DuckDB database file")
+    rp.add_argument("--db", help=DB_HELP)
     rp.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH", help="hierarchy of an attribute")
     rp.add_argument("--html", metavar="PATH", help="write the HTML report here")
     rp.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -265,7 +278,7 @@ def _parser() -> argparse.ArgumentParser:
     au.add_argument("--distance", choices=("equal", "ordered", "hierarchical", "js"),
                     help="distribution-based: D (default as for t-closeness)")
     au.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH", help="hierarchy of an attribute")
-    au.add_argument("--db", help="DuckDB database file")
+    au.add_argument("--db", help=DB_HELP)
     au.add_argument("--json", action="store_true", help="print the result as JSON")
 
     ev = sub.add_parser("evaluate", help="what a release leaks: homogeneity, similarity, re-identification risk, "
@@ -292,7 +305,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--truth", help="foreground: the publisher's table of group, QIs and true sensitive value")
     ev.add_argument("--max-attrs", type=int, help="foreground: attribute sets of at most this many QIs")
     ev.add_argument("--risk-out", metavar="TABLE", help="foreground: write every tuple's risk to this table (in --db)")
-    ev.add_argument("--db", help="DuckDB database file")
+    ev.add_argument("--db", help=DB_HELP)
     ev.add_argument("--json", action="store_true", help="print the evaluation as JSON")
 
     tr = sub.add_parser("tradeoff", help="anonymize once per setting and plot P_loss against U_loss (the efficient "
@@ -306,7 +319,7 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH", help="hierarchy of an attribute")
     tr.add_argument("--min-sup", type=float, default=0.05, help="U_loss: minimum support of a population (0.05)")
     tr.add_argument("--html", metavar="PATH", help="write the frontier plot and table as HTML")
-    tr.add_argument("--db", help="DuckDB database file")
+    tr.add_argument("--db", help=DB_HELP)
     tr.add_argument("--json", action="store_true", help="print the points as JSON")
 
     d = sub.add_parser("demo", help="generate a synthetic census table in memory, generalize it and check it")
@@ -407,14 +420,13 @@ def _one_line(e: BaseException) -> str:
 def _check(args: argparse.Namespace) -> int:
     import json
 
-    from ..engines.duckdb import DuckDBEngine
     from ..hierarchy import parse_hierarchy_arg
     from ..schema import split_list
 
     hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
     kinds = {c: "numeric" for c in split_list(args.numeric, "--numeric")}
     presence = _presence_args(args)
-    engine = DuckDBEngine(args.db, read_only=bool(args.db))
+    engine = _engine_for(args, read_only=True)
     if presence and args.confidence is not None:
         from ..presence import check_confident
 
@@ -454,7 +466,6 @@ def _anonymize(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from ..engines.duckdb import DuckDBEngine
     from ..hierarchy import parse_hierarchy_arg
     from ..methods import anonymize
     from ..schema import split_list
@@ -482,7 +493,7 @@ def _anonymize(args: argparse.Namespace) -> int:
         raise InputError("--membership belongs to --method slicing or anatomy")
     if _presence_args(args):
         return _presence(args, hierarchies)
-    engine = DuckDBEngine(args.db)
+    engine = _engine_for(args)
     if args.method == "slicing":
         return _slicing(args, engine, hierarchies, progress)
     if args.method == "anatomy":
@@ -551,7 +562,6 @@ def _report(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from ..engines.duckdb import DuckDBEngine
     from ..hierarchy import parse_hierarchy_arg
     from .reporting import table_report, write_report
 
@@ -572,7 +582,7 @@ def _report(args: argparse.Namespace) -> int:
             models.update(l=_int_if_whole(args.l), l_variant=args.l_variant)
         if args.t is not None:
             models.update(distance=args.distance, reference=args.reference)
-        engine = DuckDBEngine(args.db, read_only=bool(args.db))
+        engine = _engine_for(args, read_only=True)
         try:
             with engine.scratch("report") as s:
                 from ..sources import open_source
@@ -652,7 +662,6 @@ def _marginals(engine, s, args) -> dict[str, str]:
 def _presence(args: argparse.Namespace, hierarchies) -> int:
     import json
 
-    from ..engines.duckdb import DuckDBEngine
     from ..methods.presence import presence_anonymize
 
     if args.keep or args.identifiers:
@@ -663,7 +672,7 @@ def _presence(args: argparse.Namespace, hierarchies) -> int:
 
     if args.method not in ("fulldomain", "mondrian"):
         raise InputError("delta-presence (--public) anonymizes with --method fulldomain (SPALM) or mondrian (MPALM)")
-    engine = DuckDBEngine(args.db)
+    engine = _engine_for(args)
     try:
         r = presence_anonymize(args.source, args.public, args.qi, delta=args.delta, out=args.out, engine=engine,
                                method=args.method, hierarchies=hierarchies, key=args.key, metric=args.metric,
@@ -685,14 +694,13 @@ def _presence(args: argparse.Namespace, hierarchies) -> int:
 def _sfalm(args: argparse.Namespace, hierarchies) -> int:
     import json
 
-    from ..engines.duckdb import DuckDBEngine
     from ..methods.presence import confident_presence
 
     if args.method != "fulldomain":
         raise InputError("c-confident delta-presence (--confidence) anonymizes with --method fulldomain (SFALM)")
     if args.metric not in ("dm", "loss"):
         raise InputError("c-confident delta-presence ranks nodes by --metric loss (LM, the TR's) or dm")
-    engine = DuckDBEngine(args.db)
+    engine = _engine_for(args)
     try:
         with engine.scratch("cli") as s:
             r = confident_presence(args.source, args.qi, delta=args.delta, c=args.confidence,
@@ -782,7 +790,6 @@ def _bt_arg(text: str, qi: str) -> tuple[Any, float]:
 def _evaluate(args: argparse.Namespace) -> int:
     import json
 
-    from ..engines.duckdb import DuckDBEngine
     from .evaluate import evaluate
     from ..hierarchy import parse_hierarchy_arg
     from ..schema import split_list
@@ -795,7 +802,7 @@ def _evaluate(args: argparse.Namespace) -> int:
               "out": args.risk_out, "replace": bool(args.risk_out)}
     elif args.targets or args.truth or args.risk_out or args.max_attrs:
         raise InputError("--targets, --truth, --max-attrs and --risk-out belong to --foreground")
-    engine = DuckDBEngine(args.db)
+    engine = _engine_for(args)
     try:
         ev = evaluate(args.release, args.qi, args.sensitive, engine=engine, source=args.source, group=args.group,
                       hierarchies=hierarchies, similarity_level=args.similarity_level,
@@ -835,7 +842,6 @@ def _setting_arg(text: str) -> list[tuple[str, dict[str, Any]]]:
 def _tradeoff(args: argparse.Namespace) -> int:
     import json
 
-    from ..engines.duckdb import DuckDBEngine
     from ..hierarchy import parse_hierarchy_arg
     from .tradeoff import sweep, write_frontier_html
 
@@ -843,7 +849,7 @@ def _tradeoff(args: argparse.Namespace) -> int:
         raise InputError("give at least one --setting (e.g. --setting mondrian:k=10|50|100 --setting anatomy:l=4)")
     settings = [x for t in args.setting for x in _setting_arg(t)]
     hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
-    engine = DuckDBEngine(args.db)
+    engine = _engine_for(args)
     try:
         sw = sweep(args.source, args.qi, args.sensitive, settings, engine=engine, hierarchies=hierarchies,
                    min_sup=args.min_sup)
@@ -900,7 +906,6 @@ def _audit(args: argparse.Namespace) -> int:
     import json
 
     from ..attacks.audit import audit_distribution, audit_rules
-    from ..engines.duckdb import DuckDBEngine
     from ..hierarchy import parse_hierarchy_arg
     from ..attacks.knowledge import mine_rules
     from ..schema import split_list
@@ -916,7 +921,7 @@ def _audit(args: argparse.Namespace) -> int:
     if dist_mode and (args.b is None or args.t is None):
         raise InputError("the distribution-based audit needs both --b (the adversary's bandwidth) and --t")
     qi = split_list(args.qi, "--qi")
-    engine = DuckDBEngine(args.db)
+    engine = _engine_for(args)
     out: dict[str, Any] = {}
     try:
         with engine.scratch("cli_audit") as s:

@@ -264,7 +264,7 @@ def evaluate(release: Any, qi: str | Iterable[str], sensitive: str, *, engine: E
         groups = int(eng.scalar(f"SELECT count(DISTINCT _adb_g) FROM {ident(parts.counts)}"))
         homo = homogeneity(eng, parts)
         sim = None
-        sa_type = eng.scalar(f"SELECT typeof(_adb_sa) FROM {ident(parts.counts)} LIMIT 1") or "VARCHAR"
+        sa_type = dict(eng.columns(parts.counts)).get("_adb_sa", "VARCHAR")
         if sensitive in hs or similarity_width is not None:
             sim = similarity(eng, s, parts, hierarchy=hs.get(sensitive), level=similarity_level,
                              width=similarity_width, numeric=is_numeric_type(sa_type))

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from ..engines import is_postgres_url
 from ..engines.duckdb import DuckDBEngine
 from ..engines.base import Engine
 from ..engines import connect
@@ -418,9 +419,11 @@ def plan_spec(spec: Spec | str | Path, *, db: str | None = None, full: bool = Fa
     (Mondrian rounds, lattice nodes) depend on the data, so their count is the replay's; by default
     each template is shown once with the number of times it ran (``full``: every statement)."""
     sp = spec if isinstance(spec, Spec) else load_spec(spec)
+    database = db or sp.database
+    if is_postgres_url(database):
+        return _plan_on_server(sp, database, full)
     eng = DuckDBEngine(None)
     try:
-        database = db or sp.database
         if database and not Path(sp.source).suffix.lower() in (".csv", ".parquet", ".tsv"):
             if not Path(database).is_file():
                 raise InputError(f"database file not found: {database!r}")
@@ -432,9 +435,35 @@ def plan_spec(spec: Spec | str | Path, *, db: str | None = None, full: bool = Fa
         log = list(eng.log)
     finally:
         eng.close()
+    return _plan_text(sp, rel, log, full, "replayed in a scratch in-memory database over a copy of the source")
+
+
+def _plan_on_server(sp: Spec, url: str, full: bool) -> str:
+    """The plan on a PostgreSQL server: the run is replayed in place, every table it creates is
+    session-temporary (gone when the plan's connection closes) and the release gets a scratch
+    name, so nothing in the database changes; the statements are DuckDB-dialect SQL as the
+    engine receives them (``anonydb.engines.postgres`` rewrites them for the server)."""
+    import dataclasses
+    import uuid
+
+    from ..engines import connect
+
+    eng = connect(url)
+    try:
+        eng.temp_only = True
+        plan_sp = dataclasses.replace(sp, table=f"__anonydb_plan_{uuid.uuid4().hex[:10]}", replace=True,
+                                      format="duckdb", report_html=None, report_json=None)
+        eng.log.clear()
+        rel = run_spec(plan_sp, engine=eng, write_files=False)
+        log = list(eng.log)
+    finally:
+        eng.close()
+    return _plan_text(sp, rel, log, full, "replayed on the server with session-temporary tables only")
+
+
+def _plan_text(sp: Spec, rel: Any, log: list, full: bool, how: str) -> str:
     lines = [f"-- anonydb plan for {sp.path}: method {sp.method}, {rel.rows} rows, {len(log)} statements",
-             "-- replayed in a scratch in-memory database over a copy of the source; names starting with __ are "
-             "scratch tables"]
+             f"-- {how}; names starting with __ are scratch tables"]
     import re
 
     def key(x: Any) -> str:  # a template, or an ad-hoc statement up to its scratch names and numbers

@@ -7,7 +7,7 @@ outputs and the report. :func:`load_spec` validates it against the schema below 
 first); :mod:`anonydb.workflow.jobs` runs it.
 
     source: adult.csv                       # or a table name in the database
-    database: warehouse.duckdb              # optional; the CLI's --db overrides it
+    database: warehouse.duckdb              # optional (or postgresql://...); the CLI's --db overrides it
     attributes:
       age: {role: qi, kind: numeric, hierarchy: {intervals: [5, 10, 20]}}
       education: {role: qi, hierarchy: hierarchies/education.csv}   # ARX CSV
@@ -239,7 +239,7 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
         ck.typed(source, ("source",), (str,), "a table name or a .csv/.parquet path")
     database = raw.get("database")
     if database is not None:
-        ck.typed(database, ("database",), (str,), "a DuckDB database file")
+        ck.typed(database, ("database",), (str,), "a DuckDB database file or a postgresql:// URL")
     seed = raw.get("seed")
     if seed is not None:
         ck.typed(seed, ("seed",), (int,), "an integer")
@@ -283,6 +283,8 @@ def _rel(p: str, base: Path) -> Path:
 
 
 def _opt_rel(p: str | None, base: Path) -> str | None:
+    if p is not None and p.startswith(("postgresql://", "postgres://")):
+        return p  # a server, not a file beside the spec
     return None if p is None else str(_rel(p, base))
 
 

@@ -266,11 +266,11 @@ def _estimate(eng, s, src, qi, sensitive, maps, heights, cols, owner, vectors, t
                 f"SELECT level_0 AS leaf, level_{lv} AS node, {lv} AS h FROM {ident(maps[i])}" for lv in range(heights[i]))
             cover = (
                 f"WITH n AS ({nodes}), u AS (SELECT _adb_u, {ident(c)} FROM {ident(units)}), "
-                f"byn AS (SELECT u._adb_u, n.leaf, n.h FROM u JOIN n ON n.node = {lab} "
-                f"QUALIFY n.h = min(n.h) OVER (PARTITION BY u._adb_u)) "
+                f"byn AS (SELECT _adb_u, leaf, h FROM (SELECT u._adb_u, n.leaf, n.h, min(n.h) OVER (PARTITION BY "
+                f"u._adb_u) AS _adb_hmin FROM u JOIN n ON n.node = {lab}) AS w WHERE h = _adb_hmin) "
                 f"SELECT _adb_u, leaf FROM byn "
                 f"UNION ALL SELECT u._adb_u, x.leaf FROM u, unnest(string_split(trim({lab}, '{{}}'), ', ')) AS x(leaf) "
-                f"WHERE starts_with({lab}, '{{') AND ends_with({lab}, '}}') "
+                f"WHERE left({lab}, 1) = '{{' AND right({lab}, 1) = '}}' "
                 f"UNION ALL SELECT u._adb_u, l.leaf FROM u, {leaves} AS l WHERE {lab} = '*' OR {lab} IS NULL")
         cov = s.table(f"SELECT DISTINCT * FROM ({cover}) AS c")
         missing = eng.scalar(f"SELECT count(*) FROM {ident(units)} WHERE _adb_u NOT IN (SELECT _adb_u FROM {ident(cov)})")
