@@ -294,6 +294,36 @@ def test_borrowed_connection(pg_url):
         con.close()
 
 
+def test_connect_dispatches_on_what_it_is_given(pg_url):
+    """anonydb.connect takes a postgresql:// URL or a psycopg 3 connection as it takes a DuckDB file."""
+    eng = anonydb.connect(pg_url)
+    assert isinstance(eng, PostgresEngine) and eng.dialect == "postgres"
+    assert eng.scalar("SELECT 40 + 2") == 42
+    eng.close()
+    con = psycopg.connect(pg_url)
+    try:
+        eng = anonydb.connect(con)
+        assert isinstance(eng, PostgresEngine) and eng.con is con
+        eng.close()
+    finally:
+        con.close()
+    assert anonydb.connect(None).dialect == "duckdb"
+
+
+def test_read_only_engine_refuses_writes_but_keeps_its_scratch(pg_url):
+    eng = anonydb.connect(pg_url, read_only=True)
+    try:
+        with eng.scratch("ro") as s:
+            t = s.table("SELECT 1 AS a")
+            assert eng.scalar(f"SELECT count(*) FROM {ident(t)}") == 1
+        for sql in ('CREATE TABLE "ro_t" AS SELECT 1 AS a', 'DROP TABLE IF EXISTS "people"',
+                    'INSERT INTO "people" VALUES (1)', 'ALTER TABLE "people" RENAME TO "x"'):
+            with pytest.raises(InputError, match="only reads the database"):
+                eng.execute(sql)
+    finally:
+        eng.close()
+
+
 def test_bad_url_is_one_line():
     with pytest.raises(InputError, match=r"^cannot connect to PostgreSQL at postgresql://u:\*\*\*@127\.0\.0\.1:1/x"):
         connect_postgres("postgresql://u:secret@127.0.0.1:1/x?connect_timeout=2")
