@@ -279,9 +279,10 @@ def _value(num: Any, den: Any) -> Any:
 def evaluate_model(model: Model, ctx: GroupContext, limit: int, dict_table: str | None) -> Verdict:
     eng, s = ctx.engine, ctx.scratch
     model.prepare(ctx)
-    verdicts = model.verdicts(ctx).sql
+    rendered = model.verdicts(ctx)
+    verdicts = rendered.sql
     if model.materialize:  # expensive plans (EMDs, windows) run once, then are read twice
-        verdicts = f"SELECT * FROM {ident(s.table(verdicts))}"
+        verdicts = f"SELECT * FROM {ident(s.table(rendered))}"  # logged under the model's template
     summary = eng.fetch(eng.render("verdict_summary.sql.j2", verdicts=verdicts, worst=model.worst))[0]
     worst = None if summary["valueless"] else _value(summary["worst_num"], summary["worst_den"])
     violations: list[GroupViolation] = []

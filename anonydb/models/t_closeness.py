@@ -65,6 +65,27 @@ def prepare_distance(ctx: GroupContext, distance: str | None) -> tuple[str, tupl
     return distance, hier, note
 
 
+#: a table of at most this many rows keeps the EMD's exact arithmetic in BIGINT off DuckDB: every
+#: product there is at most total^2 * reach, reach = 4 * max(domain, 2 * height) (see exact_type)
+BIGINT_LIMIT = 2**63
+
+
+def exact_type(ctx: GroupContext, distance: str, hier: tuple[str, int] | None) -> str | None:
+    """BIGINT when every exact product of the EMD plan fits it, off DuckDB; None otherwise (the
+    templates' m.exact(): HUGEINT on DuckDB, NUMERIC on PostgreSQL). PostgreSQL's NUMERIC
+    arithmetic is several times slower than BIGINT (hierarchical EMD on 10^6 rows: the per-group
+    sums took 4.6 s of 9.8 s), and a sum() of BIGINTs is still exact there (NUMERIC result). The
+    terms are products of two counts of at most ``total`` rows and a distance factor of at most
+    ``domain`` (ordered) or 2 * height (hierarchical)."""
+    if ctx.engine.dialect == "duckdb":
+        return None
+    total = int(getattr(ctx, "total", 0) or 0)
+    reach = 4 * max(int(getattr(ctx, "domain", 0) or 0), 2 * (hier[1] if hier else 1), 2)
+    if total <= 0 or total * total * reach >= BIGINT_LIMIT:
+        return None
+    return "BIGINT"
+
+
 def emd_sql(ctx: GroupContext, distance: str, p_rel: str, q_rel: str, keys: list[str], qkeys: list[str],
             hier: tuple[str, int] | None = None, sizes: str | None = None) -> Rendered:
     """The EMD plan for ``distance``: per group of p_rel, (keys..., _adb_n, _adb_num, _adb_den).
@@ -74,7 +95,7 @@ def emd_sql(ctx: GroupContext, distance: str, p_rel: str, q_rel: str, keys: list
     ``sizes`` (keys, _adb_n) gives the group sizes when they are already known.
     """
     ctx_ = dict(keys=keys, qkeys=qkeys, pcols=keys + [q for q in qkeys if q not in keys], p_rel=p_rel,
-                q_rel=q_rel, sizes=sizes)
+                q_rel=q_rel, sizes=sizes, exact=exact_type(ctx, distance, hier))
     if distance == "equal":
         return ctx.engine.render("emd_equal.sql.j2", **ctx_)
     if distance == "ordered":
