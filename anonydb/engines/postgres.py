@@ -40,6 +40,8 @@ hash(x), hash(xor(hash(x), k))         64 bits of md5(CAST(x AS TEXT) [|| '/' ||
 log(b, x)                              ln(x) / ln(b) in DOUBLE (log(b, x) is NUMERIC-only there)
 FROM (subquery) without alias          an alias _adb_subN (required before PostgreSQL 16)
 string_split(s, sep)                   string_to_array(s, sep); list_contains -> = ANY(...)
+COPY (...) TO 'file' (exports)         COPY (...) TO STDOUT streamed into the client's file (CSV)
+staging owner: the local process id    pg_backend_pid(), alive while in pg_stat_activity
 =====================================  ==========================================================
 
 Refused (:data:`UNAVAILABLE`): ASOF joins, TRY_CAST, structs outside to_json (Injector's rule
