@@ -23,10 +23,8 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime as dt
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -42,29 +40,15 @@ from bench_checks import CHECKS, occupation_hierarchy  # noqa: E402
 ADULT_QIS = ["age", "workclass", "education", "marital-status", "race", "sex", "native-country", "occupation"]
 ADULT_SA = "salary-class"
 #: DuckDB column type -> PostgreSQL column type, for the COPY of a table
-PG_TYPES = {"BOOLEAN": "boolean", "SMALLINT": "smallint", "INTEGER": "integer", "BIGINT": "bigint",
-            "DOUBLE": "double precision", "FLOAT": "real", "VARCHAR": "text", "DATE": "date"}
 TARGETS = {"check": 5.0, "mondrian-adult": 5.0, "mondrian-census": 60.0, "fulldomain-adult": 2.0}
 
 
 def copy_to_pg(duck, pg, table: str) -> float:
     """The DuckDB table into PostgreSQL under the same name (CSV through COPY), analyzed; seconds."""
+    from anonydb.engines.postgres import copy_from_duckdb
+
     t0 = time.perf_counter()
-    cols = duck.columns(table)
-    pg.execute(f"DROP TABLE IF EXISTS {ident(table)}")
-    pg.con.execute(f"CREATE TABLE {ident(table, 'postgres')} ("
-                   + ", ".join(f"{ident(c, 'postgres')} {PG_TYPES[t]}" for c, t in cols) + ")")
-    fd, path = tempfile.mkstemp(suffix=".csv")
-    os.close(fd)
-    try:
-        duck.execute(f"COPY {ident(table)} TO '{path}' (HEADER, DELIMITER ',')")
-        with pg.con.cursor() as cur, open(path, "rb") as f:
-            with cur.copy(f"COPY {ident(table, 'postgres')} FROM STDIN (FORMAT csv, HEADER true)") as cp:
-                while chunk := f.read(1 << 20):
-                    cp.write(chunk)
-    finally:
-        os.unlink(path)
-    pg.con.execute(f"ANALYZE {ident(table, 'postgres')}")
+    copy_from_duckdb(duck, pg, table)
     return time.perf_counter() - t0
 
 

@@ -9,10 +9,8 @@ the very same rows.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
@@ -28,7 +26,7 @@ from conftest import ROOT, make_table, need_shared
 psycopg = pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install 'anonydb[postgres]')")
 
 from anonydb.engines import connect_postgres  # noqa: E402
-from anonydb.engines.postgres import PostgresEngine, to_postgres  # noqa: E402
+from anonydb.engines.postgres import PostgresEngine, copy_from_duckdb, to_postgres  # noqa: E402
 
 #: the most rows any statement of a check may return to Python: the violating groups listed
 #: (max_groups = 20) times the sensitive values shown per group, plus the dictionary's per-column counts
@@ -49,27 +47,9 @@ def duck():
     eng.close()
 
 
-PG_TYPES = {"BOOLEAN": "boolean", "SMALLINT": "smallint", "INTEGER": "integer", "BIGINT": "bigint",
-            "DOUBLE": "double precision", "FLOAT": "real", "VARCHAR": "text", "DATE": "date"}
-
-
 def copy_to_pg(duck, pg, table: str) -> None:
     """The DuckDB table ``table`` into PostgreSQL under the same name (CSV through COPY), analyzed."""
-    cols = duck.columns(table)
-    pg.execute(f"DROP TABLE IF EXISTS {ident(table)}")
-    pg.con.execute(f"CREATE TABLE {ident(table)} ("
-                   + ", ".join(f"{ident(c)} {PG_TYPES[t]}" for c, t in cols) + ")")
-    fd, path = tempfile.mkstemp(suffix=".csv")
-    os.close(fd)
-    try:
-        duck.execute(f"COPY {ident(table)} TO '{path}' (HEADER, DELIMITER ',')")
-        with pg.con.cursor() as cur, open(path, "rb") as f:
-            with cur.copy(f"COPY {ident(table)} FROM STDIN (FORMAT csv, HEADER true)") as cp:
-                while chunk := f.read(1 << 20):
-                    cp.write(chunk)
-    finally:
-        os.unlink(path)
-    pg.con.execute(f"ANALYZE {ident(table)}")
+    copy_from_duckdb(duck, pg, table)
 
 
 def assert_same(duck, pg, table, qi, sensitive, **params):

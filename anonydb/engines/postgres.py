@@ -769,3 +769,35 @@ def _safe_url(url: str) -> str:
     except ValueError:
         pass
     return url
+
+
+#: DuckDB column types -> PostgreSQL types, for copying a DuckDB table into the server
+COPY_TYPES = {"BOOLEAN": "boolean", "SMALLINT": "smallint", "INTEGER": "integer", "BIGINT": "bigint",
+              "DOUBLE": "double precision", "FLOAT": "real", "VARCHAR": "text", "DATE": "date"}
+
+
+def copy_from_duckdb(duck: Engine, pg: "PostgresEngine", table: str) -> None:
+    """Copy the DuckDB table ``table`` into PostgreSQL under the same name (replacing it): CSV
+    written by DuckDB and streamed through ``COPY ... FROM STDIN``, then analyzed. For tests,
+    benchmarks and loading a DuckDB-made table into a server; never on a method's path."""
+    import os
+    import tempfile
+
+    cols = duck.columns(table)
+    unknown = [f"{c} {t}" for c, t in cols if t not in COPY_TYPES]
+    if unknown:
+        raise InputError(f"cannot copy {table!r} to PostgreSQL: no mapping for column type(s) {', '.join(unknown)}")
+    pg.execute(f"DROP TABLE IF EXISTS {ident(table)}")
+    pg.con.execute(f"CREATE TABLE {ident(table, 'postgres')} ("
+                   + ", ".join(f"{ident(c, 'postgres')} {COPY_TYPES[t]}" for c, t in cols) + ")")
+    fd, path = tempfile.mkstemp(suffix=".csv")
+    os.close(fd)
+    try:
+        duck.execute(f"COPY {ident(table)} TO '{path}' (HEADER, DELIMITER ',')")
+        with pg.con.cursor() as cur, open(path, "rb") as f:
+            with cur.copy(f"COPY {ident(table, 'postgres')} FROM STDIN (FORMAT csv, HEADER true)") as cp:
+                while chunk := f.read(1 << 20):
+                    cp.write(chunk)
+    finally:
+        os.unlink(path)
+    pg.con.execute(f"ANALYZE {ident(table, 'postgres')}")
