@@ -199,7 +199,7 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
         if rows <= COLUMN_KEY_ROWS:
             coding, dict_table = None, None
         else:
-            coding, dict_table = _group_coding(eng, s, relation, qi_cols)
+            coding, dict_table = _group_coding(eng, s, relation, qi_cols, types)
         if coding is not None:
             keys = ["_adb_gid"]
             cells = s.table(eng.render("check_cells.sql.j2", qis=coding, dict=dict_table,
@@ -214,13 +214,14 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
         else:
             groups, glob = cells, None
             eng.execute(f"ALTER TABLE {ident(cells)} RENAME COLUMN _adb_cnt TO _adb_n")
-        domain_sql = f"(SELECT count(*) FROM {ident(glob)})" if glob else "0"
-        ngroups, smallest, largest, total, domain = eng.fetch_rows(
-            f"SELECT count(*), min(_adb_n), max(_adb_n), sum(_adb_n), {domain_sql} FROM {ident(groups)}")[1][0]
+        glob_sql = (f"(SELECT count(*) FROM {ident(glob)}), "
+                    f"(SELECT count(*) FROM {ident(glob)} WHERE _adb_sa IS NULL)") if glob else "0, 1"
+        ngroups, smallest, largest, total, domain, sa_nulls = eng.fetch_rows(
+            f"SELECT count(*), min(_adb_n), max(_adb_n), sum(_adb_n), {glob_sql} FROM {ident(groups)}")[1][0]
         limit = max_groups if max_groups is not None else int(total)
         ctx = GroupContext(
             engine=eng, keys=keys, cells=cells, groups=groups, glob=glob, total=int(total), domain=domain,
-            sensitive=sa, sensitive_numeric=bool(sa) and is_numeric_type(types[sa]),
+            sensitive=sa, sensitive_numeric=bool(sa) and is_numeric_type(types[sa]), sa_nulls=bool(sa_nulls),
             sa_hierarchy=hierarchies.get(sensitive) if sensitive else None, scratch=s, qi_columns=qi_cols,
             coding=coding, keytype=_keytype(coding) if coding else "BIGINT",
         )
@@ -242,19 +243,31 @@ class _Coded:
     column: str
     card: int
     mult: int
+    values: list[Any] | None = None  # the non-NULL values in code order, when inlined (Engine.inline_codes)
 
 
-def _group_coding(eng: Engine, s: Any, relation: str, qi: list[str]) -> tuple[list[_Coded] | None, str | None]:
+#: column types whose values a check may inline as literals (exact equality after a round trip)
+_INLINE_TYPES = ("VARCHAR", "TEXT", "STRING", "BIGINT", "INTEGER", "SMALLINT", "TINYINT")
+
+
+def _group_coding(eng: Engine, s: Any, relation: str, qi: list[str],
+                  types: dict[str, str]) -> tuple[list[_Coded] | None, str | None]:
     """Dense codes of every QI column (one scan) and the mixed-radix multipliers; (None, table)
     when the product of the cardinalities does not fit a 127-bit integer (the key is then the
-    columns themselves), (None, None) when the source is empty."""
+    columns themselves), (None, None) when the source is empty. A text or integer column with at
+    most ``eng.inline_codes`` values carries them (fetched, at most that many rows), so that
+    check_cells.sql.j2 codes it without a join."""
     d = s.table(eng.render("check_dict.sql.j2", qis=qi, source=relation))
     cards = dict(eng.fetch_rows(f"SELECT _adb_col, count(*) FROM {ident(d)} GROUP BY _adb_col")[1])
     if not cards:
         return None, None
     coded, mult = [], 1
     for i in reversed(range(len(qi))):  # the first QI is the most significant digit
-        coded.insert(0, _Coded(qi[i], cards[i], mult))
+        values = None
+        if cards[i] <= eng.inline_codes and types[qi[i]].upper().startswith(_INLINE_TYPES):
+            values = [v for (v,) in eng.fetch_rows(f"SELECT {ident(qi[i])} FROM {ident(d)} WHERE _adb_col = {i} "
+                                                   f"AND {ident(qi[i])} IS NOT NULL ORDER BY _adb_code")[1]]
+        coded.insert(0, _Coded(qi[i], cards[i], mult, values))
         mult *= cards[i]
     if mult >= KEY_LIMIT or (mult >= 2**63 and eng.dialect != "duckdb"):
         return None, d

@@ -138,6 +138,37 @@ def test_coded_keys_same_report(duck, pg, census_coded, params):
     assert_same(duck, pg, census_coded, ["age", "sex", "marital_status"], sa, **params)
 
 
+@pytest.fixture(scope="module")
+def quoted(duck, pg):
+    """Few-valued text QIs whose values need escaping (quotes, a semicolon, a backslash), an integer
+    QI with a NULL, and a sensitive attribute without NULLs (its joins take plain equality)."""
+    rows = [("O'Brien", 1, "a;b", "x"), ("O'Brien", 1, "a;b", "y"), ("O'Brien", 2, 'c"d', "x"),
+            ("x\\y", None, "a;b", "z"), ("x\\y", None, "a;b", "x"), (None, 2, 'c"d', "y"),
+            (None, 2, 'c"d', "y"), ("O'Brien", 1, None, "z")]
+    make_table(duck, "quoted codes", ["Name's", "n", "pair", "sa"], rows, counts=[3, 1, 2, 2, 1, 1, 2, 3])
+    copy_to_pg(duck, pg, "quoted codes")
+    return "quoted codes"
+
+
+@pytest.mark.parametrize("params", MODELS)
+@pytest.mark.parametrize("table", ["people", "quoted"])
+def test_inlined_codes_same_report(duck, pg, people, quoted, params, table, monkeypatch):
+    """The integer group key on small tables (COLUMN_KEY_ROWS = 0): on PostgreSQL every QI here has at
+    most ``inline_codes`` values, so check_cells codes each by a CASE over its inlined values, with
+    no dictionary join, and the reports stay the same as DuckDB's (which joins)."""
+    import anonydb.checker as checker
+
+    monkeypatch.setattr(checker, "COLUMN_KEY_ROWS", 0)
+    name, qi, sa = (people, ["Age", "sex", "zip"], "disease") if table == "people" else \
+        (quoted, ["Name's", "n", "pair"], "sa")
+    mark = len(pg.log)
+    assert_same(duck, pg, name, qi, sa, **params)
+    cells = [e.sql for e in pg.log[mark:] if e.template == "check_cells.sql.j2"]
+    assert cells and all("JOIN" not in c and "CASE" in c for c in cells)
+    duck_cells = [e.sql for e in duck.log if e.template == "check_cells.sql.j2"]
+    assert duck_cells and "JOIN" in duck_cells[-1]
+
+
 # ---------------------------------------------------------------------------------------------
 # Adult
 # ---------------------------------------------------------------------------------------------

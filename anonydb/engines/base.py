@@ -71,6 +71,9 @@ class Engine(abc.ABC):
     """Base class: the few operations the rest of anonydb needs."""
 
     dialect: str = "duckdb"
+    #: a check codes a QI column with at most this many distinct values by a CASE over its values,
+    #: inlined as literals, instead of a join with its dictionary (0: always the join)
+    inline_codes: int = 0
 
     def __init__(self) -> None:
         self.templates = Templates(self.dialect)

@@ -42,6 +42,8 @@ FROM (subquery) without alias          an alias _adb_subN (required before Postg
 string_split(s, sep)                   string_to_array(s, sep); list_contains -> = ANY(...)
 COPY (...) TO 'file' (exports)         COPY (...) TO STDOUT streamed into the client's file (CSV)
 staging owner: the local process id    pg_backend_pid(), alive while in pg_stat_activity
+a check's QI codes: dictionary joins   a CASE over the inlined values for columns of <= 16 values
+                                       (:attr:`PostgresEngine.inline_codes`; text and integers)
 =====================================  ==========================================================
 
 Refused (:data:`UNAVAILABLE`): ASOF joins, TRY_CAST, structs outside to_json (Injector's rule
@@ -580,6 +582,7 @@ class PostgresEngine(Engine):
     """PostgreSQL backend: a ``postgresql://`` URL (or libpq connection string) or a psycopg 3 connection."""
 
     dialect = "postgres"
+    inline_codes = 16  # each dictionary join costs a hash probe per row (1M rows, 8 QIs: cells 3.8 -> 2.7 s)
 
     def __init__(self, database: Any, *, read_only: bool = False):
         self.read_only = read_only  # Engine.execute refuses writes outside session-temporary scratch tables

@@ -39,6 +39,7 @@ class GroupContext:
     domain: int
     sensitive: str | None = None
     sensitive_numeric: bool = False
+    sa_nulls: bool = True  # False: glob has no NULL sensitive value (joins with it need not be NULL-safe)
     sa_hierarchy: Any = None  # anonydb.hierarchy.Hierarchy for the sensitive attribute
     scratch: Any = None  # anonydb.engines.base.Scratch for intermediate tables
     qi_columns: list[str] = field(default_factory=list)  # the QI columns the keys stand for

@@ -54,7 +54,7 @@ class DeltaDisclosure(Model):
 
     def verdicts(self, ctx: GroupContext):
         return ctx.engine.render("model_delta_disclosure.sql.j2", keys=ctx.keys, cells=ctx.cells, glob=ctx.glob,
-                                 total=ctx.total, domain=ctx.domain, delta=float(self.delta))
+                                 sa_nulls=ctx.sa_nulls, total=ctx.total, domain=ctx.domain, delta=float(self.delta))
 
     def achieved(self, worst_value, ctx):
         return {"delta": float(worst_value)}

@@ -95,7 +95,7 @@ def emd_sql(ctx: GroupContext, distance: str, p_rel: str, q_rel: str, keys: list
     ``sizes`` (keys, _adb_n) gives the group sizes when they are already known.
     """
     ctx_ = dict(keys=keys, qkeys=qkeys, pcols=keys + [q for q in qkeys if q not in keys], p_rel=p_rel,
-                q_rel=q_rel, sizes=sizes, exact=exact_type(ctx, distance, hier))
+                q_rel=q_rel, sizes=sizes, exact=exact_type(ctx, distance, hier), sa_nulls=ctx.sa_nulls)
     if distance == "equal":
         return ctx.engine.render("emd_equal.sql.j2", **ctx_)
     if distance == "ordered":
