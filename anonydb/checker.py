@@ -196,7 +196,7 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
         rows = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")
         if not rows:
             raise InputError(f"{label} is empty: there is nothing to check")
-        if rows <= COLUMN_KEY_ROWS:
+        if rows <= COLUMN_KEY_ROWS or _key_too_wide(eng, relation, qi_cols):
             coding, dict_table = None, None
         else:
             coding, dict_table = _group_coding(eng, s, relation, qi_cols, types)
@@ -272,6 +272,16 @@ def _group_coding(eng: Engine, s: Any, relation: str, qi: list[str],
     if mult >= KEY_LIMIT or (mult >= 2**63 and eng.dialect != "duckdb"):
         return None, d
     return coded, d
+
+
+def _key_too_wide(eng: Engine, relation: str, qi: list[str]) -> bool:
+    """Whether the engine's distinct-value estimates put the mixed-radix key 2^7 past what its
+    integers hold (2^63 off DuckDB, 2^127 there): the dictionary scan would only find the key too
+    wide (a Mondrian release verified with its _lo/_hi columns on PostgreSQL, 10^6 rows: an 82-bit
+    estimate, 2.6 s of dictionary). An estimate that is off only costs time, never the result."""
+    est = eng.distinct_estimates(relation, qi)
+    bits = 127 if eng.dialect == "duckdb" else 63
+    return est is not None and sum(math.log2(max(e, 1.0)) for e in est) >= bits + 7
 
 
 def _keytype(coding: list[_Coded]) -> str:

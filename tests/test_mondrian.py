@@ -590,3 +590,14 @@ def test_partitions_under_twice_the_fewest_rows_have_no_cut(engine):
         assert r.rounds == 2 and classes_of(engine, "rel") == [frozenset({1, 2, 7, 8, 9}), frozenset({3, 4, 5, 6})]
         cand = [x.sql for x in engine.log if x.template in ("mondrian_cand.sql.j2", "mondrian_recursive.sql.j2")]
         assert cand and all("_adb_n >= 6" in sql for sql in cand)
+
+
+def test_null_in_a_hierarchical_qi_is_refused_by_name(engine):
+    """A hierarchy's leaves never hold NULL: the release would lose those rows, so Mondrian refuses
+    up front, naming the column and the count, and writes nothing."""
+    make_table(engine, "hn", ["age", "c", "s"],
+               [(1, "a", "x"), (2, "b", "y"), (3, None, "x"), (4, "a", "y"), (5, "b", "x"), (6, None, "y")])
+    h = Hierarchy.from_rows([("a", "*"), ("b", "*")])
+    with pytest.raises(InputError, match=r"quasi-identifier 'c' has 2 NULL values, which its hierarchy does not cover"):
+        _mondrian("hn", ["age", "c"], "s", k=2, out="hn_out", engine=engine, hierarchies={"c": h}, seed=1)
+    assert not engine.exists("hn_out")

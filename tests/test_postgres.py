@@ -376,3 +376,26 @@ def test_connect_does_not_need_psycopg():
     code = ("import sys, anonydb; e = anonydb.connect(); e.close(); "
             "assert 'psycopg' not in sys.modules and 'anonydb.engines.postgres' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_distinct_estimates_and_a_key_too_wide_skips_the_dictionary(duck, pg, monkeypatch):
+    """PostgreSQL's pg_stats estimates (exact for a table ANALYZE reads whole) put a 9-column key at
+    9 * log2(1000) ~ 90 bits, past 63 + 7: the check groups by the columns without building the
+    dictionary it could not use, and the report is DuckDB's."""
+    import anonydb.checker as checker
+
+    cols = [f"q{i}" for i in range(9)]
+    sel = ", ".join(f"CAST((i * {7 + 2 * j}) % 1000 AS INTEGER) AS {c}" for j, c in enumerate(cols))
+    for eng in (duck, pg):
+        eng.execute(f"CREATE TABLE wide_key AS SELECT {sel}, CAST(i % 3 AS INTEGER) AS s FROM range(2000) AS r(i)"
+                    if eng is duck else
+                    f"CREATE TABLE wide_key AS SELECT {sel}, CAST(i % 3 AS INTEGER) AS s FROM generate_series(0, 1999) AS r(i)")
+    pg.con.execute("ANALYZE wide_key")
+    assert pg.distinct_estimates("wide_key", ["q0", "s"]) == [1000.0, 3.0]
+    assert pg.distinct_estimates("wide_key", ["q0", "nope"]) is None
+    assert pg.distinct_estimates("no_such_table", ["q0"]) is None and duck.distinct_estimates("wide_key", ["q0"]) is None
+    monkeypatch.setattr(checker, "COLUMN_KEY_ROWS", 0)
+    mark = len(pg.log)
+    assert_same(duck, pg, "wide_key", cols, "s", k=2, l=2)
+    templates = {e.template for e in pg.log[mark:]}
+    assert "check_dict.sql.j2" not in templates and "check_cells_columns.sql.j2" in templates

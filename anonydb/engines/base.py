@@ -199,6 +199,11 @@ class Engine(abc.ABC):
     def columns(self, relation: str) -> list[tuple[str, str]]:
         """(name, type) of each column of a table or view."""
 
+    def distinct_estimates(self, relation: str, columns: list[str]) -> list[float] | None:
+        """The planner's estimate of each column's number of distinct values, where the engine keeps
+        one (PostgreSQL's pg_stats after ANALYZE); None when it has none for every column."""
+        return None
+
     @abc.abstractmethod
     def exists(self, name: str) -> bool:
         """Whether a table or view of this name exists."""

@@ -727,6 +727,18 @@ class PostgresEngine(Engine):
     def exists(self, name: str) -> bool:
         return self._regclass(name) is not None
 
+    def distinct_estimates(self, relation: str, columns: list[str]) -> list[float] | None:
+        oid = self._regclass(relation)
+        if oid is None:
+            return None
+        with self.con.cursor() as cur:  # n_distinct < 0 is a fraction of the rows
+            cur.execute("SELECT s.attname, CASE WHEN s.n_distinct < 0 THEN -s.n_distinct * greatest(c.reltuples, 0) "
+                        "ELSE s.n_distinct END FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+                        "JOIN pg_stats AS s ON s.schemaname = n.nspname AND s.tablename = c.relname "
+                        "WHERE c.oid = %s AND s.attname = ANY(%s)", [oid, list(columns)])
+            got = dict(cur.fetchall())
+        return [float(got[c]) for c in columns] if all(c in got for c in columns) else None
+
     def copy_out(self, table: str, path: Any, fmt: str) -> None:
         """A file export streams ``COPY ... TO STDOUT`` to the client's file (a server-side COPY TO
         would write on the server's disk). CSV only."""

@@ -257,6 +257,7 @@ def _code_qis(eng, s, base, qi_cols, types, kinds, hierarchies, categorical) -> 
                          f"JOIN {ident(d)} AS d ON CAST(b.{ident(c)} AS VARCHAR) = d._adb_value")
             qis.append(_QI(c, "hierarchical", dict=dv, hier=True, range=float(len(leaves) - 1), hierarchy=h,
                            card=len(leaves)))
+            stats.append(f"count(*) FILTER (WHERE {ident(c)} IS NULL)")  # a hierarchy's leaves never hold NULL
         else:  # card and range are read from the codes when the work statement has built them
             qis.append(_QI(c, "ordered"))
     if stats:
@@ -268,6 +269,9 @@ def _code_qis(eng, s, base, qi_cols, types, kinds, hierarchies, categorical) -> 
                     raise InputError(f"{q.kind} quasi-identifier {q.column!r} has {nulls} NULL values; Mondrian cuts "
                                      f"on values, so fill or drop them (or declare {q.column!r} categorical)")
                 q.range = float(hi - lo)
+            elif q.hier and (nulls := next(got)):
+                raise InputError(f"quasi-identifier {q.column!r} has {nulls} NULL values, which its hierarchy does not "
+                                 f"cover; fill or drop them (or give {q.column!r} no hierarchy: NULL is then a value)")
     return qis
 
 
