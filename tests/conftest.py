@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,23 @@ def make_table(engine, name: str, columns: list[str], rows: list[tuple], counts:
     return name
 
 
+#: the privacy-model checks every engine's parity tests run (tests/test_postgres.py, test_spark.py)
+ENGINE_MODELS = [
+    pytest.param(dict(k=5), id="k"),
+    pytest.param(dict(k=2), id="k2"),
+    pytest.param(dict(l=2), id="l-distinct"),
+    pytest.param(dict(l=2, l_variant="entropy"), id="l-entropy"),
+    pytest.param(dict(l=3, l_variant="recursive", c=2), id="l-recursive"),
+    pytest.param(dict(l=1.5, l_variant="probabilistic"), id="l-probabilistic"),
+    pytest.param(dict(t=0.2, distance="equal"), id="t-equal"),
+    pytest.param(dict(t=0.2, distance="ordered"), id="t-ordered"),
+    pytest.param(dict(n=10, t=0.3), id="nt"),
+    pytest.param(dict(alpha=0.6, k=2), id="alpha-k"),
+    pytest.param(dict(delta=1.5), id="delta-disclosure"),
+    pytest.param(dict(k=3, l=2, t=0.4, delta=3.0), id="several"),
+]
+
+
 @pytest.fixture(scope="session")
 def pg_url():
     """One real PostgreSQL server for the whole session (tests/pg_server.py), stopped at its end."""
@@ -57,3 +75,28 @@ def pg_url():
             yield url
     except PgUnavailable as e:
         pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session (local[2], 4 shuffle partitions, no UI) for the whole test session,
+    stopped at its end; skips, saying why, without pyspark or Java."""
+    import shutil
+    import tempfile
+
+    pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install pyspark, with Java 17)")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java for Spark: install a JDK 17 (apt-get install openjdk-17-jre-headless)")
+    from pyspark.sql import SparkSession
+
+    work = tempfile.mkdtemp(prefix="anonydb-spark-")
+    session = (SparkSession.builder.master("local[2]").appName("anonydb-tests")
+               .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
+               .config("spark.sql.warehouse.dir", os.path.join(work, "warehouse"))
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={work}")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    assert pyspark.__version__
+    yield session
+    session.stop()
+    shutil.rmtree(work, ignore_errors=True)

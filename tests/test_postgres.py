@@ -20,7 +20,7 @@ from anonydb.errors import InputError, SQLError
 from anonydb.hierarchy import Hierarchy
 from anonydb.sqlgen import ident
 
-from conftest import ROOT, make_table, need_shared
+from conftest import ENGINE_MODELS, ROOT, make_table, need_shared
 
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install 'anonydb[postgres]')")
@@ -68,23 +68,8 @@ def assert_same(duck, pg, table, qi, sensitive, **params):
     return p
 
 
-# ---------------------------------------------------------------------------------------------
-# The models: (parameters, sensitive attribute) for every check the engine runs
-# ---------------------------------------------------------------------------------------------
-MODELS = [
-    pytest.param(dict(k=5), id="k"),
-    pytest.param(dict(k=2), id="k2"),
-    pytest.param(dict(l=2), id="l-distinct"),
-    pytest.param(dict(l=2, l_variant="entropy"), id="l-entropy"),
-    pytest.param(dict(l=3, l_variant="recursive", c=2), id="l-recursive"),
-    pytest.param(dict(l=1.5, l_variant="probabilistic"), id="l-probabilistic"),
-    pytest.param(dict(t=0.2, distance="equal"), id="t-equal"),
-    pytest.param(dict(t=0.2, distance="ordered"), id="t-ordered"),
-    pytest.param(dict(n=10, t=0.3), id="nt"),
-    pytest.param(dict(alpha=0.6, k=2), id="alpha-k"),
-    pytest.param(dict(delta=1.5), id="delta-disclosure"),
-    pytest.param(dict(k=3, l=2, t=0.4, delta=3.0), id="several"),
-]
+# The models of every check the engines run: conftest.ENGINE_MODELS
+MODELS = ENGINE_MODELS
 
 
 @pytest.fixture(scope="module")

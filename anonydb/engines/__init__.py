@@ -4,7 +4,8 @@ database behind it.
 - :mod:`.base`: the interface (execute, fetch, create/drop/rename, transactions, scratch tables,
   the statement log) and what every engine shares;
 - :mod:`.duckdb`: the embedded default, whose SQL the templates are written in;
-- :mod:`.postgres`: PostgreSQL over psycopg 3, with every difference from DuckDB in that one file.
+- :mod:`.postgres`: PostgreSQL over psycopg 3, with every difference from DuckDB in that one file;
+- :mod:`.spark`: a Spark session (in progress: the checks run; made directly, not by :func:`connect`).
 
 :func:`connect` picks the engine from what it is given. psycopg comes with the ``postgres`` extra
 (``pip install 'anonydb[postgres]'``) and is imported only when a PostgreSQL engine is made.

@@ -144,20 +144,20 @@ class Engine(abc.ABC):
         tmpl = select.template if isinstance(select, Rendered) else None
         kind = "TEMP TABLE" if temp else "TABLE"
         head = f"CREATE OR REPLACE {kind}" if replace else f"CREATE {kind}"
-        self.execute(Rendered(f"{head} {ident(name, self.dialect)} AS\n{sel}", tmpl))  # type: ignore[arg-type]
+        self.execute(Rendered(f"{head} {ident(name)} AS\n{sel}", tmpl))  # type: ignore[arg-type]
 
     def drop(self, name: str, *, view: bool = False) -> None:
         kind = "VIEW" if view else "TABLE"
-        self.execute(f"DROP {kind} IF EXISTS {ident(name, self.dialect)}")
+        self.execute(f"DROP {kind} IF EXISTS {ident(name)}")
 
     def rename(self, old: str, new: str) -> None:
-        self.execute(f"ALTER TABLE {ident(old, self.dialect)} RENAME TO {ident(new, self.dialect)}")
+        self.execute(f"ALTER TABLE {ident(old)} RENAME TO {ident(new)}")
 
     def row_ids(self, s: "Scratch", relation: str) -> tuple[str, str]:
         """A row id for every row of ``relation``: a numbered copy in scratch ``s``. Returns
         (relation, row-id column). Engines with a stable physical row id override it (no copy)."""
         return s.table(f"SELECT CAST(row_number() OVER () - 1 AS BIGINT) AS _adb_rid, * FROM "
-                       f"{ident(relation, self.dialect)}"), "_adb_rid"
+                       f"{ident(relation)}"), "_adb_rid"
 
     def relations(self, names: Iterable[str] = (), prefix: str | None = None) -> dict[str, str]:
         """Tables and views of the current schema named in ``names`` or starting with ``prefix``:
@@ -177,7 +177,7 @@ class Engine(abc.ABC):
     def copy_out(self, table: str, path: Any, fmt: str) -> None:
         """Write ``table`` to the local file ``path`` (``fmt`` 'csv' with a header, or 'parquet')."""
         spec = "PARQUET" if fmt == "parquet" else "CSV, HEADER"
-        self.execute(f"COPY (SELECT * FROM {ident(table, self.dialect)}) TO {literal(str(path))} (FORMAT {spec})")
+        self.execute(f"COPY (SELECT * FROM {ident(table)}) TO {literal(str(path))} (FORMAT {spec})")
 
     def writer_id(self) -> int:
         """Who writes this run's staging tables: the process id (an embedded database is local)."""
