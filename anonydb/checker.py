@@ -255,23 +255,32 @@ def _group_coding(eng: Engine, s: Any, relation: str, qi: list[str],
     """Dense codes of every QI column (one scan) and the mixed-radix multipliers; (None, table)
     when the product of the cardinalities does not fit a 127-bit integer (the key is then the
     columns themselves), (None, None) when the source is empty. A text or integer column with at
-    most ``eng.inline_codes`` values carries them (fetched, at most that many rows), so that
+    most ``eng.inline_codes`` values carries them (one fetch, that many rows a column at most), so that
     check_cells.sql.j2 codes it without a join."""
     d = s.table(eng.render("check_dict.sql.j2", qis=qi, source=relation))
     cards = dict(eng.fetch_rows(f"SELECT _adb_col, count(*) FROM {ident(d)} GROUP BY _adb_col")[1])
     if not cards:
         return None, None
+    inline = [i for i, q in enumerate(qi)
+              if cards[i] <= eng.inline_codes and types[q].upper().startswith(_INLINE_TYPES)]
+    values: dict[int, list[Any]] = {i: [] for i in inline}
+    if inline:  # their non-NULL values in code order, one fetch; a row of column i holds its value in field i
+        for r in eng.fetch_rows(f"SELECT _adb_col, {', '.join(ident(q) for q in qi)} FROM {ident(d)} "
+                                f"WHERE _adb_col IN ({', '.join(map(str, inline))}) ORDER BY _adb_col, _adb_code")[1]:
+            if r[1 + r[0]] is not None:
+                values[r[0]].append(r[1 + r[0]])
     coded, mult = [], 1
     for i in reversed(range(len(qi))):  # the first QI is the most significant digit
-        values = None
-        if cards[i] <= eng.inline_codes and types[qi[i]].upper().startswith(_INLINE_TYPES):
-            values = [v for (v,) in eng.fetch_rows(f"SELECT {ident(qi[i])} FROM {ident(d)} WHERE _adb_col = {i} "
-                                                   f"AND {ident(qi[i])} IS NOT NULL ORDER BY _adb_code")[1]]
-        coded.insert(0, _Coded(qi[i], cards[i], mult, values))
+        coded.insert(0, _Coded(qi[i], cards[i], mult, values.get(i)))
         mult *= cards[i]
-    if mult >= KEY_LIMIT or (mult >= 2**63 and eng.dialect != "duckdb"):
+    if mult.bit_length() > _key_bits(eng):
         return None, d
     return coded, d
+
+
+def _key_bits(eng: Engine) -> int:
+    """The bits a mixed-radix group key may use: a HUGEINT on DuckDB (KEY_LIMIT), a BIGINT elsewhere."""
+    return KEY_LIMIT.bit_length() - 1 if eng.dialect == "duckdb" else 63
 
 
 def _key_too_wide(eng: Engine, relation: str, qi: list[str]) -> bool:
@@ -280,8 +289,7 @@ def _key_too_wide(eng: Engine, relation: str, qi: list[str]) -> bool:
     wide (a Mondrian release verified with its _lo/_hi columns on PostgreSQL, 10^6 rows: an 82-bit
     estimate, 2.6 s of dictionary). An estimate that is off only costs time, never the result."""
     est = eng.distinct_estimates(relation, qi)
-    bits = 127 if eng.dialect == "duckdb" else 63
-    return est is not None and sum(math.log2(max(e, 1.0)) for e in est) >= bits + 7
+    return est is not None and sum(math.log2(max(e, 1.0)) for e in est) >= _key_bits(eng) + 7
 
 
 def _keytype(coding: list[_Coded]) -> str:
