@@ -253,8 +253,8 @@ _INLINE_TYPES = ("VARCHAR", "TEXT", "STRING", "BIGINT", "INTEGER", "SMALLINT", "
 def _group_coding(eng: Engine, s: Any, relation: str, qi: list[str],
                   types: dict[str, str]) -> tuple[list[_Coded] | None, str | None]:
     """Dense codes of every QI column (one scan) and the mixed-radix multipliers; (None, table)
-    when the product of the cardinalities does not fit a 127-bit integer (the key is then the
-    columns themselves), (None, None) when the source is empty. A text or integer column with at
+    when the product of the cardinalities does not fit the engine's key (:func:`_key_bits`; the key
+    is then the columns themselves), (None, None) when the source is empty. A text or integer column with at
     most ``eng.inline_codes`` values carries them (one fetch, that many rows a column at most), so that
     check_cells.sql.j2 codes it without a join."""
     d = s.table(eng.render("check_dict.sql.j2", qis=qi, source=relation))
