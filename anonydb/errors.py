@@ -15,6 +15,13 @@ class InputError(AnonyDBError, ValueError):
     """Bad input: a missing column, a wrong parameter, a hierarchy that does not cover the data."""
 
 
+class NotAvailable(InputError):
+    """What an engine other than DuckDB cannot run (yet): one line, raised before anything is written."""
+
+    def __init__(self, reason: str, dialect: str = "postgres"):
+        super().__init__(f"not available on {dialect}: {reason}")
+
+
 class InfeasibleError(AnonyDBError):
     """The request cannot be met by any release of this data (e.g. k larger than the table)."""
 

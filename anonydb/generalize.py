@@ -76,18 +76,18 @@ def generalize_sql(engine: Any, relation: str, levels: Mapping[str, int], hierar
     for col in columns:
         if col not in kept:
             continue
-        src = f"_adb_src.{ident(col, engine.dialect)}"
+        src = f"_adb_src.{ident(col)}"
         if col not in plan:
             exprs.append((col, src))
             continue
         level, h = plan[col]
         if h is None or level == 0 or level == h.height or not isinstance(h, EnumeratedHierarchy):
-            exprs.append((col, src if h is None else h.sql_expr(src, level, engine.dialect)))
+            exprs.append((col, src if h is None else h.sql_expr(src, level)))
             continue
         alias = f"_adb_g{len(joins)}"
         table = tables.get(col)
         joins.append({"alias": alias, "column": col, "level": level, "table": table,
-                      "rows": None if table is not None else h.values_sql(level, engine.dialect)})
+                      "rows": None if table is not None else h.values_sql(level)})
         exprs.append((col, f"{alias}._adb_node"))
     if not exprs:
         raise InputError("nothing to select: keep names no column and levels is empty")

@@ -111,7 +111,7 @@ class Hierarchy(abc.ABC):
         if column not in cols:
             raise InputError(f"column {shown_col!r} not found in {shown_rel} (columns: {', '.join(cols)})")
         rows = engine.fetch_rows(engine.render("hierarchy_uncovered.sql.j2", relation=relation, column=column,
-                                               **self._uncovered_context(engine.dialect), limit=MAX_LISTED))[1]
+                                               **self._uncovered_context("duckdb"), limit=MAX_LISTED))[1]
         if not rows:
             return
         total = int(rows[0][1])
@@ -309,7 +309,7 @@ class EnumeratedHierarchy(Hierarchy):
 
     def _table_sql(self, engine: Any, relation: str | None, column: str | None, long: bool) -> Any:
         cols = [f"level_{h}" for h in range(self.levels)]
-        return engine.render("hierarchy_table.sql.j2", values=self.values_sql("rows", engine.dialect), cols=cols,
+        return engine.render("hierarchy_table.sql.j2", values=self.values_sql("rows"), cols=cols,
                              long=long, relation=None, column=None, exprs=None)
 
 
@@ -329,7 +329,7 @@ class RuleHierarchy(Hierarchy):
             raise InputError(f"a rule-based hierarchy ({self.source}) is materialized over the values of a column: "
                              f"give relation and column")
         x = "_adb_x"
-        exprs = [f"CAST({x} AS VARCHAR)"] + [self.sql_expr(x, h, engine.dialect) for h in range(1, self.levels)]
+        exprs = [f"CAST({x} AS VARCHAR)"] + [self.sql_expr(x, h) for h in range(1, self.levels)]
         cols = [f"level_{h}" for h in range(self.levels)]
         return engine.render("hierarchy_table.sql.j2", values=None, cols=cols, long=long,
                              relation=relation, column=column, exprs=exprs)

@@ -50,17 +50,12 @@ def open_source(engine: Engine, source: str | Path, scratch=None) -> str:
     path = Path(source)
     if not path.exists():
         raise InputError(f"no table or view named {name!r} in the database and no file at that path")
-    if path.is_dir():
-        raise InputError(f"{name!r} is a directory, not a table or a data file")
     suffix = path.suffix.lower()
-    delim = None
-    if suffix in PARQUET_SUFFIXES:
-        select = f"SELECT * FROM read_parquet({literal(str(path))})"
-    else:
-        delim = sniff_delimiter(path)
-        select = (f"SELECT * FROM read_csv({literal(str(path))}, delim = {literal(delim)}, header = true, "
-                  f"sample_size = -1)")
+    if path.is_dir() and suffix not in PARQUET_SUFFIXES:  # a .parquet folder is a dataset of part files (Spark's)
+        raise InputError(f"{name!r} is a directory, not a table or a data file")
+    delim = None if suffix in PARQUET_SUFFIXES else sniff_delimiter(path)
     try:
+        select = engine.file_select(path, "parquet" if delim is None else "csv", delim)
         if scratch is not None:
             return scratch.table(select)
         name = temp_name("source")

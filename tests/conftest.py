@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,12 +92,15 @@ def spark():
     from pyspark.sql import SparkSession
 
     work = tempfile.mkdtemp(prefix="anonydb-spark-")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers run this Python (DuckDB, pyarrow)
     session = (SparkSession.builder.master("local[2]").appName("anonydb-tests")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
                .config("spark.sql.warehouse.dir", os.path.join(work, "warehouse"))
                .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={work}")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)  # failing queries' plans, logged again
     assert pyspark.__version__
     yield session
     session.stop()

@@ -74,6 +74,9 @@ class Engine(abc.ABC):
     #: a check codes a QI column with at most this many distinct values by a CASE over its values,
     #: inlined as literals, instead of a join with its dictionary (0: always the join)
     inline_codes: int = 0
+    #: a level-wise plan whose open groups all hold at most this many rows finishes each group on
+    #: its own with :meth:`per_group` (0: never; a distributed engine's workers)
+    fragment_rows: int = 0
 
     def __init__(self) -> None:
         self.templates = Templates(self.dialect)
@@ -159,20 +162,32 @@ class Engine(abc.ABC):
         return s.table(f"SELECT CAST(row_number() OVER () - 1 AS BIGINT) AS _adb_rid, * FROM "
                        f"{ident(relation)}"), "_adb_rid"
 
-    def relations(self, names: Iterable[str] = (), prefix: str | None = None) -> dict[str, str]:
-        """Tables and views of the current schema named in ``names`` or starting with ``prefix``:
-        name -> ``information_schema`` table type ('BASE TABLE', 'VIEW', ...)."""
+    def relations(self, names: Iterable[str] = (), prefix: str | None = None,
+                  contains: str | None = None) -> dict[str, str]:
+        """Tables and views of the current schema named in ``names``, starting with ``prefix`` or
+        containing ``contains``: name -> ``information_schema`` table type ('BASE TABLE', 'VIEW', ...)."""
         names = list(names)
         cond = []
         if names:
             cond.append("table_name IN (" + ", ".join(literal(n) for n in names) + ")")
         if prefix:
             cond.append(f"left(table_name, {len(prefix)}) = {literal(prefix)}")
+        if contains:
+            cond.append(f"strpos(table_name, {literal(contains)}) > 0")
         if not cond:
             return {}
         rows = self.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE "
                                f"table_schema = current_schema() AND ({' OR '.join(cond)})")[1]
         return {r[0]: r[1] for r in rows}
+
+    def file_select(self, path: Any, fmt: str, delim: str | None = None) -> str:
+        """A SELECT of every row of the local file ``path`` ('parquet', or 'csv' with a header and
+        ``delim``), typed from all its rows (``sample_size = -1``)."""
+        if fmt == "parquet":  # a folder: its part files (a dataset written by Spark)
+            where = os.path.join(str(path), "**", "*.parquet") if os.path.isdir(path) else str(path)
+            return f"SELECT * FROM read_parquet({literal(where)})"
+        return (f"SELECT * FROM read_csv({literal(str(path))}, delim = {literal(delim or ',')}, header = true, "
+                f"sample_size = -1)")
 
     def copy_out(self, table: str, path: Any, fmt: str) -> None:
         """Write ``table`` to the local file ``path`` (``fmt`` 'csv' with a header, or 'parquet')."""
@@ -194,6 +209,13 @@ class Engine(abc.ABC):
         except PermissionError:
             return True
         return True
+
+    def per_group(self, s: "Scratch", relation: str, key: str, sql: str, schema: str) -> str:
+        """Run the DuckDB query ``sql`` once per group of ``relation`` by ``key`` (it reads the group's
+        rows under the name ``relation``, and any other scratch table it names); return a scratch
+        table of every result, whose columns are ``schema`` ("name TYPE, ..."). Engines with
+        workers (Spark) implement it; see :attr:`fragment_rows`."""
+        raise NotImplementedError(f"{self.dialect} runs no per-group step")
 
     @abc.abstractmethod
     def columns(self, relation: str) -> list[tuple[str, str]]:

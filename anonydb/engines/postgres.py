@@ -78,6 +78,7 @@ import sqlglot
 from sqlglot import exp
 
 from .base import Engine, Logged
+from .. import errors
 from ..errors import InputError, SQLError
 from ..sqlgen import ident
 
@@ -89,11 +90,11 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     NumericLoader = object  # type: ignore[assignment,misc]
 
 
-class NotAvailable(InputError):
+class NotAvailable(errors.NotAvailable):
     """A statement needs a construct this engine cannot run on PostgreSQL yet."""
 
     def __init__(self, reason: str):
-        super().__init__(f"not available on postgres: {reason}")
+        super().__init__(reason, "postgres")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
-"""Spark backend (work in progress, issue 26): the :class:`~anonydb.engines.base.Engine` interface
-over a ``pyspark.sql.SparkSession``.
+"""Spark: the :class:`~anonydb.engines.base.Engine` interface over a ``pyspark.sql.SparkSession``
+(a local session, a cluster's, or Spark Connect's).
 
 The rest of anonydb generates DuckDB-dialect SQL (``sql/*.sql.j2`` rendered with ``dialect =
 "spark"``). This engine parses each statement as DuckDB SQL, rewrites what Spark reads
 differently (below), writes it out as Spark SQL with sqlglot and runs it with ``spark.sql``.
-Nothing is collected to the driver but the results a caller fetches (verdicts, statistics).
+Nothing is collected to the driver but the results a caller fetches (verdicts, statistics, a
+round's few cut points); every scratch table is a locally checkpointed view, so the lineage of a
+level-wise plan is cut at every round.
 
 Every way Spark differs from DuckDB for anonydb is in this file:
 
@@ -15,38 +17,66 @@ CREATE TEMP TABLE t AS q               q, locally checkpointed (computed once, l
                                        the session's temporary view t
 CREATE TABLE t AS q                    q saved as the catalog table t (``saveAsTable``)
 DROP TABLE t (a scratch table)         the temporary view dropped (``dropTempView``)
-ALTER TABLE t RENAME COLUMN a TO b     t's view re-registered with the column renamed (views
-                                       take no ALTER)
+ALTER TABLE t RENAME ... (scratch)     t's view re-registered under the new name or with the
+                                       column renamed (views take no ALTER)
+BEGIN / COMMIT / ROLLBACK              nothing: Spark's catalog has no transactions (see
+                                       "atomic" below)
 OVER (w ROWS BETWEEN ...)              the named window w inlined (Spark cannot add a frame to
                                        a named window)
-row_number() OVER ()                   row_number() OVER (ORDER BY 1) (Spark wants an order)
+row_number() OVER ()                   row_number() OVER (ORDER BY 1) (Spark wants an order);
+                                       a row id for a whole table is monotonically_increasing_id()
 WITH x AS MATERIALIZED (...)           the hint dropped (Spark's CTEs take none)
+? parameters                           inlined as escaped literals (spark.sql takes none)
+md5_number(s) (a keyed row order)      the first 60 bits of md5(s), a BIGINT
+hash(xor(hash(x), CAST(k AS UBIGINT))) the same of CAST(x AS STRING) || '/' || k (keyed draws);
+                                       ``h >> n`` of it (``unif``) shifts by n - 4 (60 bits, not 64)
+hash(g) of a whole row g              monotonically_increasing_id() (a row's position; the order
+                                       stays keyed: it is hashed with the key)
+read_csv / read_parquet of a file      spark.read (CSV header, schema inferred from every row;
+                                       a Parquet file or folder)
+COPY t TO 'f.parquet'                  t written by Spark as a Parquet folder (part files)
 =====================================  ==========================================================
 
-What runs so far: every privacy-model check (tests/test_spark.py compares each report with
-DuckDB's, on the column-keyed and the integer-keyed plans). The methods, releases and the CLI on
-Spark come with the rest of issue 26; until then the engine is made directly,
-``SparkEngine(spark)``, and :func:`anonydb.connect` does not hand it out.
+quantile_disc / median (``PERCENTILE_DISC(x, 0.5)`` as sqlglot writes it, which Spark 4 rejects)
+and DuckDB's list functions do not occur in what runs on Spark: Mondrian's cut is found from a
+per-partition histogram (sql/_mondrian.sql.j2), and the checks and releases that run here use
+sorted string aggregates through ``_macros.sorted_string_agg``.
 
-    >>> from anonydb.engines.spark import SparkEngine          # doctest: +SKIP
-    >>> eng = SparkEngine(spark)                                # doctest: +SKIP
-    >>> anonydb.check("people", ["age", "zip"], "disease", engine=eng, k=5, l=3)  # doctest: +SKIP
+**What "atomic" means on Spark.** A release is written under a staging name, verified, then
+renamed into place. A catalog table: the staging table is renamed to the target (one ALTER TABLE
+... RENAME, a directory rename in the warehouse); with ``replace`` the old table is dropped just
+before, so a reader can find no table for that instant, never a partial or unverified one. A
+Parquet export: Spark writes a folder beside the target, which is renamed into place (with
+``replace``, the old folder is moved aside first and deleted after). A run that fails or is
+interrupted leaves neither staged table nor folder.
+
+What does not run here says so in one line (``not available on spark: <reason>``): slicing,
+Injector, Mondrian's one-statement recursive plan, CSV export.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from typing import Any, Iterable, Sequence
 
 import sqlglot
 from sqlglot import exp
 
 from .base import Engine
-from ..errors import InputError
+from ..errors import InputError, NotAvailable
+from ..sqlgen import literal, temp_name
 
 #: Spark's simple type names -> DuckDB's (DESCRIBE), which the rest of anonydb reads
 TYPE_NAMES = {"int": "INTEGER", "bigint": "BIGINT", "smallint": "SMALLINT", "tinyint": "TINYINT",
               "string": "VARCHAR", "double": "DOUBLE", "float": "FLOAT", "boolean": "BOOLEAN", "date": "DATE",
               "timestamp": "TIMESTAMP", "binary": "BLOB"}
+
+#: where ``connect("spark")`` points: a local session on every core
+LOCAL_MASTER = "local[*]"
 
 
 def duckdb_type_name(spark_type: str) -> str:
@@ -59,6 +89,13 @@ def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _spark(sql: str) -> exp.Expression:
+    return sqlglot.parse_one(sql, read="spark")
+
+
+# ------------------------------------------------------------------------------------------------
+# Rewrites of one DuckDB statement tree
+# ------------------------------------------------------------------------------------------------
 def _inline_windows(tree: exp.Expression) -> exp.Expression:
     """Every ``OVER w`` / ``OVER (w ROWS ...)`` of a SELECT with ``WINDOW w AS (...)`` takes w's
     partition and order in place: Spark cannot extend a named window with a frame."""
@@ -87,45 +124,264 @@ def _ordered_row_numbers(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+#: the first 60 bits of md5(text), a non-negative BIGINT: Spark's stand-in for DuckDB's md5_number()
+#: and keyed hash() (a cryptographic hash: a release's order key is inlined into the hashed text)
+_MD5_60 = "CAST(conv(substr(md5({}), 1, 15), 16, 10) AS BIGINT)"
+
+
+def _anon(e: exp.Expression | None, name: str) -> bool:
+    while isinstance(e, exp.Paren):
+        e = e.this
+    return isinstance(e, exp.Anonymous) and e.name.lower() == name
+
+
+def _text(x: exp.Expression) -> str:
+    return f"CAST({x.sql('spark')} AS STRING)"
+
+
+def _row_aliases(node: exp.Expression) -> set[str]:
+    """The table aliases in scope of ``node`` (FROM and JOIN sources of its SELECT)."""
+    sel = node.find_ancestor(exp.Select)
+    out: set[str] = set()
+    if sel is None:
+        return out
+    for src in [sel.args.get("from_") or sel.args.get("from")] + list(sel.args.get("joins") or []):
+        if src is not None and src.this is not None and src.this.alias_or_name:
+            out.add(src.this.alias_or_name)
+    return out
+
+
+def _rw_hashes(tree: exp.Expression) -> exp.Expression:
+    """DuckDB's md5_number() and hash() (see the table above): the orders differ from DuckDB's and
+    stay as unpredictable."""
+    for fn in list(tree.find_all(exp.Anonymous)):
+        if fn.name.lower() == "md5_number" and len(fn.expressions) == 1:
+            fn.replace(_spark(_MD5_60.format(fn.expressions[0].sql("spark"))))
+
+    def keyed(h: exp.Expression) -> exp.Expression | None:
+        """hash(xor(hash(x), k)) -> 60 bits of md5(x || '/' || k); None for another hash."""
+        while isinstance(h, exp.Paren):
+            h = h.this
+        arg = h.expressions[0] if len(h.expressions) == 1 else None
+        inner = arg.this if isinstance(arg, exp.Paren) else arg
+        if isinstance(inner, exp.BitwiseXor) and _anon(inner.this, "hash"):
+            x = inner.this.this if isinstance(inner.this, exp.Paren) else inner.this
+            key = inner.expression
+            while isinstance(key, exp.Cast):
+                key = key.this
+            return _spark(_MD5_60.format(f"{_text(x.expressions[0])} || '/' || {_text(key)}"))
+        return None
+
+    for shift in list(tree.find_all(exp.BitwiseRightShift)):
+        if _anon(shift.this, "hash") and isinstance(shift.expression, exp.Literal) and shift.expression.is_int:
+            k = keyed(shift.this)
+            if k is not None:  # 60 bits shifted 4 places less: the same 64 - n bits of range
+                n = int(shift.expression.this)
+                shift.replace(exp.Paren(this=exp.BitwiseRightShift(this=k, expression=exp.Literal.number(n - 4))))
+    for fn in list(tree.find_all(exp.Anonymous)):
+        if fn.name.lower() != "hash":
+            continue
+        k = keyed(fn)
+        if k is not None:
+            fn.replace(k)
+            continue
+        args = fn.expressions
+        if len(args) == 1 and isinstance(args[0], exp.Column) and not args[0].table \
+                and args[0].name in _row_aliases(fn):  # hash(g) of a whole row: Spark takes no g.* in ORDER BY
+            fn.replace(_spark("monotonically_increasing_id()"))
+        else:
+            fn.replace(exp.Anonymous(this="xxhash64", expressions=[a.copy() for a in args]))
+    return tree
+
+
+#: DuckDB integer types Spark lacks -> a Spark type holding every value (the checks' exact
+#: arithmetic runs in HUGEINT on DuckDB: DECIMAL(38, 0) has the same range)
+WIDER_TYPES = {
+    exp.DataType.Type.INT128: "DECIMAL(38, 0)",
+    exp.DataType.Type.UINT128: "DECIMAL(38, 0)",
+    exp.DataType.Type.UBIGINT: "DECIMAL(20, 0)",
+    exp.DataType.Type.UINT: "BIGINT",
+    exp.DataType.Type.USMALLINT: "INT",
+    exp.DataType.Type.UTINYINT: "SMALLINT",
+}
+
+
+def _rw_types(tree: exp.Expression) -> exp.Expression:
+    for dt in list(tree.find_all(exp.DataType)):
+        wide = WIDER_TYPES.get(dt.this)
+        if wide is not None:
+            dt.replace(exp.DataType.build(wide, dialect="spark"))
+    return tree
+
+
+def _rw_series_joins(tree: exp.Expression) -> exp.Expression:
+    """``FROM t, range(n)`` with ``n`` a column of t (one row per 0..n-1, DuckDB's lateral table
+    function) -> ``FROM t LATERAL VIEW explode(sequence(0, n - 1)) AS range`` (Spark joins no table
+    function to a column of another table)."""
+    for sel in list(tree.find_all(exp.Select)):
+        for j in list(sel.args.get("joins") or []):
+            gen = j.this.this if isinstance(j.this, exp.Table) else None
+            if not isinstance(gen, exp.GenerateSeries) or not list(gen.find_all(exp.Column)):
+                continue
+            start, end = gen.args["start"].sql("spark"), gen.args["end"].sql("spark")
+            if gen.args.get("is_end_exclusive"):
+                end = f"({end}) - 1"
+            lat = _spark(f"SELECT 1 FROM x LATERAL VIEW explode(IF({end} < {start}, array(), sequence({start}, {end}))) "
+                         f"_adb_series AS range").args["laterals"]
+            j.pop()
+            sel.set("laterals", list(sel.args.get("laterals") or []) + [x.copy() for x in lat])
+    return tree
+
+
+#: the rewrites of one statement tree, in the order they run (the hashes before the types: a
+#: keyed hash's CAST(k AS UBIGINT) is read by _rw_hashes)
+REWRITES = [_inline_windows, _ordered_row_numbers, _rw_hashes, _rw_types, _rw_series_joins]
+
+
+class SparkError(Exception):
+    """A Spark error in one line (Spark's own carry the plan and the JVM's stack)."""
+
+
+def _short(e: BaseException) -> str:
+    java = getattr(e, "java_exception", None)
+    text = str(java.getMessage()) if java is not None else str(e)
+    lines = [x.strip() for x in text.splitlines() if x.strip() and not x.startswith("An error occurred while calling")]
+    return (lines[0] if lines else type(e).__name__)[:400]
+
+
+def _bind(tree: exp.Expression, params: Sequence[Any]) -> exp.Expression:
+    """``?`` parameters -> escaped literals, in order (``spark.sql`` binds none positionally)."""
+    holders = [p for p in tree.find_all(exp.Placeholder)]
+    if len(holders) != len(params):
+        raise InputError(f"internal error: {len(holders)} parameters in the statement, {len(params)} given")
+    for h, v in zip(holders, params):
+        h.replace(sqlglot.parse_one(literal(v), read="duckdb"))
+    return tree
+
+
 def to_spark(tree: exp.Expression) -> str:
     """One DuckDB statement tree as Spark SQL."""
     for cte in tree.find_all(exp.CTE):
         cte.set("materialized", None)
-    return _ordered_row_numbers(_inline_windows(tree)).sql(dialect="spark")
+    for rewrite in REWRITES:
+        tree = rewrite(tree)
+    return tree.sql(dialect="spark")
 
 
+# ------------------------------------------------------------------------------------------------
+# The engine
+# ------------------------------------------------------------------------------------------------
 class SparkEngine(Engine):
-    """A ``pyspark.sql.SparkSession`` (local or a cluster's)."""
+    """A ``pyspark.sql.SparkSession`` (local or a cluster's). ``owned``: made by :func:`session_for`
+    (stopped, and its scratch warehouse removed, by :meth:`close`)."""
 
     dialect = "spark"
+    #: Mondrian's whole-table rounds stop once every open partition holds at most this many rows;
+    #: each is then finished on a worker (:meth:`per_group`)
+    fragment_rows = 1_000_000
 
-    def __init__(self, spark: Any):
+    def __init__(self, spark: Any, *, owned: bool = False, warehouse: str | None = None, read_only: bool = False):
         super().__init__()
-        self.spark = spark
+        self.spark, self.owned, self.warehouse = spark, owned, warehouse
+        self.read_only = read_only
+        self.database = None  # tables live in the session's catalog (a scratch one for a local session we made)
 
-    def _temp_views(self) -> set[str]:
-        return {t.name for t in self.spark.catalog.listTables() if t.isTemporary}
+    # -- statements ----------------------------------------------------------------------------
+    def _trees(self, sql: str, params: Sequence[Any] | None) -> list[exp.Expression]:
+        trees = [t for t in sqlglot.parse(sql, read="duckdb") if t is not None]
+        if params:
+            if len(trees) != 1:
+                raise InputError("internal error: parameters given to several statements")
+            trees = [_bind(trees[0], params)]
+        return trees
 
     def _execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
-        if params:
-            raise InputError("the Spark engine takes no statement parameters")
-        for tree in sqlglot.parse(sql, read="duckdb"):
-            if tree is None:
-                continue
-            if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE" \
-                    and tree.expression is not None:
-                self._create_table(tree)
-            elif isinstance(tree, exp.Alter) and tree.args.get("actions") \
-                    and all(isinstance(a, exp.RenameColumn) for a in tree.args["actions"]):
-                name = tree.this.name
-                df = self.spark.table(_q(name))
-                for a in tree.args["actions"]:
-                    df = df.withColumnRenamed(a.this.name, a.args["to"].name)
-                df.createOrReplaceTempView(name)
-            elif isinstance(tree, exp.Drop) and tree.this is not None and tree.this.name in self._temp_views():
-                self.spark.catalog.dropTempView(tree.this.name)
+        try:
+            self._run(sql, params)
+        except InputError:
+            raise
+        except Exception as e:
+            raise SparkError(_short(e)) from e
+
+    def _run(self, sql: str, params: Sequence[Any] | None) -> None:
+        made: list[str] = []
+        try:
+            for tree in self._trees(sql, params):
+                self._one(self._materialize_ctes(tree, made))
+        finally:
+            for name in made:
+                self.spark.catalog.dropTempView(name)
+
+    def _one(self, tree: exp.Expression) -> None:
+        if isinstance(tree, (exp.Transaction, exp.Commit, exp.Rollback)):
+            return  # no transactions in Spark's catalog: see "atomic" in the module's docstring
+        if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE" \
+                and tree.expression is not None:
+            self._create_table(tree)
+        elif isinstance(tree, exp.Alter) and tree.this is not None and self._is_view(tree.this.name) \
+                and tree.args.get("actions"):
+            self._alter_view(tree)
+        elif isinstance(tree, exp.Drop) and tree.this is not None and self._is_view(tree.this.name):
+            self.spark.catalog.dropTempView(tree.this.name)
+        elif isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Table) and self._is_view(tree.this.name):
+            self._insert_view(tree)
+        else:
+            self.spark.sql(to_spark(tree))
+
+    def _insert_view(self, tree: exp.Insert) -> None:
+        """INSERT INTO a scratch table (a temporary view): the new rows, checkpointed, unioned with
+        the view's by position. The view stays a union of checkpointed pieces (its lineage is one
+        level deep however many rounds insert), and the old rows are not copied."""
+        name = tree.this.name
+        old = self.spark.table(_q(name))
+        new = self.spark.sql(to_spark(tree.expression)).localCheckpoint()
+        if len(new.columns) != len(old.columns):
+            raise InputError(f"internal error: INSERT of {len(new.columns)} columns into {name} of {len(old.columns)}")
+        old.union(new.toDF(*old.columns)).createOrReplaceTempView(name)
+
+    def _materialize_ctes(self, tree: exp.Expression, made: list[str]) -> exp.Expression:
+        """Each CTE DuckDB is told to materialize, or that is read more than once, computed first as
+        a checkpointed scratch view (names appended to ``made``, dropped by the caller) and read by
+        name: Spark would inline it at every reference (Mondrian's candidate step reads its
+        per-partition table once per QI, a plan that exhausted the driver's heap)."""
+        for w in list(tree.find_all(exp.With)):
+            ctes = list(w.expressions)
+            for i, cte in enumerate(ctes):
+                alias = cte.alias
+                refs = [t for t in tree.find_all(exp.Table) if t.name == alias and not t.args.get("db")
+                        and t.find_ancestor(exp.CTE) is not cte]
+                if not (cte.args.get("materialized") or len(refs) > 1):
+                    continue
+                body = cte.this.copy()
+                before = [c.copy() for c in w.expressions if c is not cte and ctes.index(c) < i]
+                if before:
+                    body.set("with_", exp.With(expressions=before))
+                name = temp_name("cte")
+                self.spark.sql(to_spark(body)).localCheckpoint().createOrReplaceTempView(name)
+                made.append(name)
+                for t in refs:
+                    t.set("this", exp.to_identifier(name, quoted=True))
+                    if not t.alias:
+                        t.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+                cte.pop()
+            if not w.expressions:
+                w.pop()
+        return tree
+
+    def _alter_view(self, tree: exp.Alter) -> None:
+        """RENAME TO / RENAME COLUMN of a scratch table (a temporary view)."""
+        name = tree.this.name
+        df = self.spark.table(_q(name))
+        for a in tree.args["actions"]:
+            if isinstance(a, exp.RenameColumn):
+                df = df.withColumnRenamed(a.this.name, a.args["to"].name)
+            elif isinstance(a, exp.AlterRename):
+                df.createOrReplaceTempView(a.this.name)
+                self.spark.catalog.dropTempView(name)
+                return
             else:
-                self.spark.sql(to_spark(tree))
+                raise InputError(f"internal error: ALTER of a temporary view: {tree.sql('duckdb')[:80]}")
+        df.createOrReplaceTempView(name)
 
     def _create_table(self, tree: exp.Create) -> None:
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
@@ -135,18 +391,34 @@ class SparkEngine(Engine):
         replace = bool(tree.args.get("replace"))
         df = self.spark.sql(to_spark(tree.expression))
         if temp:
-            if not replace and name in self._temp_views():
+            if not replace and self._is_view(name):
                 raise InputError(f"a temporary table named {name!r} exists")
             df.localCheckpoint().createOrReplaceTempView(name)
         else:
             df.write.mode("overwrite" if replace else "errorifexists").saveAsTable(_q(name))
 
     def _fetch(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple]]:
-        if params:
-            raise InputError("the Spark engine takes no statement parameters")
-        trees = [t for t in sqlglot.parse(sql, read="duckdb") if t is not None]
-        df = self.spark.sql(to_spark(trees[-1]))
-        return list(df.columns), [tuple(r) for r in df.collect()]
+        made: list[str] = []
+        try:
+            trees = self._trees(sql, params)
+            df = self.spark.sql(to_spark(self._materialize_ctes(trees[-1], made)))
+            return list(df.columns), [tuple(r) for r in df.collect()]
+        except InputError:
+            raise
+        except Exception as e:
+            raise SparkError(_short(e)) from e
+        finally:
+            for name in made:
+                self.spark.catalog.dropTempView(name)
+
+    # -- catalog ---------------------------------------------------------------------------------
+    def _tables(self) -> list[Any]:
+        return list(self.spark.catalog.listTables())
+
+    def _is_view(self, name: str) -> bool:
+        """Whether ``name`` is a temporary view of this session (a scratch table)."""
+        low = name.lower()
+        return any(t.isTemporary and t.name.lower() == low for t in self._tables())
 
     def columns(self, relation: str) -> list[tuple[str, str]]:
         if not self.exists(relation):
@@ -154,10 +426,144 @@ class SparkEngine(Engine):
         return [(n, duckdb_type_name(t)) for n, t in self.spark.table(_q(relation)).dtypes]
 
     def exists(self, name: str) -> bool:
-        return any(t.name == name for t in self.spark.catalog.listTables())
+        low = name.lower()  # Spark's catalog is case-insensitive, and keeps names in lower case
+        return any(t.name.lower() == low for t in self._tables())
 
-    def relations(self, names=(), prefix: str | None = None) -> dict[str, str]:
-        wanted = set(names)
-        return {t.name: "VIEW" if t.isTemporary or t.tableType == "VIEW" else "BASE TABLE"
-                for t in self.spark.catalog.listTables()
-                if t.name in wanted or (prefix is not None and t.name.startswith(prefix))}
+    def relations(self, names: Iterable[str] = (), prefix: str | None = None,
+                  contains: str | None = None) -> dict[str, str]:
+        wanted = {n.lower(): n for n in names}
+        out = {}
+        for t in self._tables():
+            low = t.name.lower()
+            if low in wanted or (prefix is not None and low.startswith(prefix.lower())) \
+                    or (contains is not None and contains.lower() in low):
+                out[wanted.get(low, t.name)] = "VIEW" if t.isTemporary or t.tableType == "VIEW" else "BASE TABLE"
+        return out
+
+    def row_ids(self, s, relation: str) -> tuple[str, str]:
+        """A row id from ``monotonically_increasing_id()`` (unique, not consecutive), computed once
+        in a checkpointed copy; row_number() would number every row in one task."""
+        return s.table(f"SELECT monotonically_increasing_id() AS _adb_rid, * FROM {_duck_ident(relation)}"), "_adb_rid"
+
+    # -- the per-group step ------------------------------------------------------------------------
+    def per_group(self, s, relation: str, key: str, sql: str, schema: str) -> str:
+        """One grouped step (``applyInArrow``): each group of ``relation`` by ``key``, as Arrow on a
+        worker, is the table ``relation`` of an embedded single-threaded DuckDB that runs ``sql``;
+        the other scratch views ``sql`` names (small: a distribution, hierarchy codes) are fetched
+        once and shipped with the function. Nothing of the groups passes through the driver."""
+        names = {t.name for t in sqlglot.parse_one(sql, read="duckdb").find_all(exp.Table)}
+        views = {t.name.lower(): t.name for t in self._tables() if t.isTemporary}
+        side = {views[n.lower()]: self.spark.table(_q(views[n.lower()])).toArrow()
+                for n in names if n.lower() in views and n.lower() != relation.lower()}
+        fn = _GroupRunner(relation, sql, side)
+        grouped = self.spark.table(_q(relation)).groupBy(key)
+        spark_schema = _spark(f"CREATE TABLE x ({schema})").this.sql("spark")[len("x "):].strip("()")
+        if hasattr(grouped, "applyInArrow"):
+            import pyarrow as pa
+
+            def apply(rows: pa.Table) -> pa.Table:  # Spark 4 reads the kind of step from the hints
+                return fn(rows)
+
+            df = grouped.applyInArrow(apply, spark_schema)
+        else:  # pyspark 3.5
+            df = grouped.applyInPandas(fn.pandas, spark_schema)
+        name = s.name()
+        df.localCheckpoint().createOrReplaceTempView(name)
+        return name
+
+    # -- files -----------------------------------------------------------------------------------
+    def file_select(self, path: Any, fmt: str, delim: str | None = None) -> str:
+        """The file read by Spark (the CSV's schema inferred from every row), as a temporary view."""
+        reader = self.spark.read
+        if fmt == "parquet":
+            df = reader.parquet(str(path))
+        else:
+            df = reader.csv(str(path), header=True, inferSchema=True, sep=delim or ",", samplingRatio=1.0)
+        name = temp_name("file")
+        df.createOrReplaceTempView(name)
+        return f"SELECT * FROM {_duck_ident(name)}"
+
+    def copy_out(self, table: str, path: Any, fmt: str) -> None:
+        """``table`` written by Spark as a Parquet folder at ``path`` (a local path: the driver
+        renames it into place)."""
+        if fmt != "parquet":
+            raise NotAvailable(f"{fmt} export (Spark writes Parquet folders; export to a .parquet path)", self.dialect)
+        self.spark.table(_q(table)).write.parquet(str(path))
+
+    def close(self) -> None:
+        if self.owned:
+            self.spark.stop()
+            if self.warehouse:
+                shutil.rmtree(self.warehouse, ignore_errors=True)
+
+
+class _GroupRunner:
+    """The function a grouped step ships to the workers: a group's rows in, ``sql``'s result out."""
+
+    def __init__(self, relation: str, sql: str, side: dict[str, Any]):
+        self.relation, self.sql, self.side = relation, sql, side
+
+    def __call__(self, rows: Any) -> Any:
+        import duckdb
+
+        con = duckdb.connect()
+        try:
+            con.execute("SET threads = 1")  # the worker's task slot is one core
+            con.register(self.relation, rows)
+            for name, table in self.side.items():
+                con.register(name, table)
+            rel = con.sql(self.sql)
+            return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()  # DuckDB 2 / 1
+        finally:
+            con.close()
+
+    def pandas(self, rows: Any) -> Any:
+        import pyarrow as pa
+
+        return self(pa.Table.from_pandas(rows, preserve_index=False)).to_pandas()
+
+
+def _duck_ident(name: str) -> str:
+    from ..sqlgen import ident
+
+    return ident(name)
+
+
+def session_for(url: str, *, read_only: bool = False) -> SparkEngine:
+    """An engine on a new session: ``spark`` (``local[*]``), ``local[N]``, ``spark://host:port`` (a
+    standalone cluster) or ``sc://host:port`` (Spark Connect). A local session's catalog lives in
+    a scratch warehouse folder removed by :meth:`SparkEngine.close` (tables made there are gone
+    with the run: export the release); a cluster keeps its own catalog."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:
+        raise InputError("--engine spark needs pyspark: pip install 'anonydb[spark]' (and Java 17)") from e
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME") and not url.startswith("sc://"):
+        raise InputError("--engine spark needs Java 17 (apt-get install openjdk-17-jre-headless, or set JAVA_HOME)")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers' Python: this one, which has DuckDB
+    builder = SparkSession.builder.appName("anonydb")
+    warehouse = None
+    if url.startswith("sc://"):
+        builder = builder.remote(url)
+    else:
+        master = LOCAL_MASTER if url == "spark" else url
+        builder = builder.master(master)
+        if master.startswith("local"):
+            warehouse = tempfile.mkdtemp(prefix="anonydb-spark-")
+            builder = (builder.config("spark.sql.warehouse.dir", os.path.join(warehouse, "warehouse"))
+                       .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
+                       .config("spark.ui.showConsoleProgress", "false"))
+    running = SparkSession.getActiveSession()  # a session already in this process is the caller's: not stopped
+    try:
+        spark = builder.getOrCreate()
+    except Exception as e:  # a Py4J / gRPC error: one line
+        raise InputError(f"cannot start a Spark session for {url!r}: {str(e).strip().splitlines()[0][:200]}") from e
+    if not url.startswith("sc://"):
+        spark.sparkContext.setLogLevel("ERROR")
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)  # a failing query's plan, logged again
+    if running is not None:
+        return SparkEngine(spark, read_only=read_only)
+    return SparkEngine(spark, owned=True, warehouse=warehouse, read_only=read_only)
+
+
+__all__ = ["SparkEngine", "session_for", "to_spark"]

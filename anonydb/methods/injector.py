@@ -31,7 +31,7 @@ import numpy as np
 
 from ..engines.base import Engine
 from ..engines import connect
-from ..errors import AnonyDBError, InfeasibleError, InputError
+from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable
 from ..hierarchy import Hierarchy
 from ..attacks.knowledge import Rules, mine_rules
 from ..models.matching_diversity import check_l, group_verdicts
@@ -79,6 +79,9 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
     QIT holds the QIs only; ``seed`` None orders rows and fills groups by a fresh secret."""
     t0 = time.perf_counter()
     eng = connect(engine)
+    if eng.dialect == "spark":  # refused before anything is read or written
+        raise NotAvailable("Injector (its rule miner and greedy grouping run hundreds of small statements; "
+                           "on Spark each is a job)", eng.dialect)
     qi_cols = split_list(qi, "quasi-identifiers")
     lv = check_l(l)
     if not float(lv).is_integer() or lv < 2:

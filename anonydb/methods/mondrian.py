@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable
 from ..checker import build_models, check
 from ..engines.base import Engine
 from ..engines import connect
-from ..errors import AnonyDBError, InfeasibleError, InputError
+from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable
 from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
 from ..models import GroupContext, Model, NTCloseness
 from ..schema import is_numeric_type, kind_of_type, split_list
@@ -135,11 +135,9 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         raise InputError(f"categorical must be 'hierarchy' or 'order', got {categorical!r}")
     if plan not in PLANS:
         raise InputError(f"plan must be one of {', '.join(PLANS)}, got {plan!r}")
-    if plan == "recursive" and eng.dialect == "postgres":  # refused before anything is read or written
-        from ..engines.postgres import NotAvailable
-
+    if plan == "recursive" and eng.dialect != "duckdb":  # refused before anything is read or written
         raise NotAvailable("Mondrian's plan='recursive' (one recursive statement with DuckDB's USING KEY); "
-                           "use plan='levelwise'")
+                           "use plan='levelwise'", eng.dialect)
     if models is None:
         model_params = dict(params)
         models = build_models(**params)
@@ -498,8 +496,12 @@ class _Planner:
         # the partition tree: every partition with its parent and size (the root has parent NULL)
         self.tree = s.table(f"SELECT CAST(0 AS BIGINT) AS _adb_pid, CAST(NULL AS BIGINT) AS _adb_parent, "
                             f"CAST({self.total} AS BIGINT) AS _adb_n")
-        rnd, next_id, n_parts, n_rows = 0, 1, 1, self.total
+        rnd, next_id, n_parts, n_rows, largest = 0, 1, 1, self.total, self.total
+        fragment_rows = getattr(e, "fragment_rows", 0) if self._fragments_supported() is None else 0
         while n_parts:
+            if largest <= fragment_rows:  # every open partition fits one worker: finish each there
+                rnd = self._finish_fragments(rnd, n_parts, progress)
+                break
             rnd += 1
             mark = len(s.names)
             cand_all = s.put("cand", self.render("mondrian_cand.sql.j2", work=self.work))
@@ -547,8 +549,9 @@ class _Planner:
                                          f"(ORDER BY _adb_pid, _adb_side) - 1 AS BIGINT) AS _adb_new, _adb_n "
                                          f"FROM (SELECT _adb_pid, _adb_side, sum(_adb_cnt) AS _adb_n FROM {sides_sql} "
                                          f"AS x GROUP BY ALL) AS c")
-            n_children, n_cut, rows_open = e.fetch_rows(
-                f"SELECT count(*), count(DISTINCT _adb_pid), coalesce(sum(_adb_n), 0) FROM {ident(children)}")[1][0]
+            n_children, n_cut, rows_open, largest = e.fetch_rows(
+                f"SELECT count(*), count(DISTINCT _adb_pid), coalesce(sum(_adb_n), 0), coalesce(max(_adb_n), 0) "
+                f"FROM {ident(children)}")[1][0]
             old = self.work
             if n_children:
                 if self.nt:  # the partition tree: (n,t)-closeness verifies against it
@@ -566,6 +569,37 @@ class _Planner:
                 s.drop(old)
             s.drop_since(mark, keep=[self.work] + ([self.anc] if self.nt else []))
         return self.assign, rnd, self.tree
+
+    def _fragments_supported(self) -> str | None:
+        """Why the open partitions cannot be finished one by one on the engine's workers, or None:
+        (n,t) and (B,t) read the whole table round by round."""
+        if self.nt or self.bt:
+            return "(n,t)-closeness and (B,t)-privacy are judged round by round"
+        return None
+
+    def _finish_fragments(self, rnd: int, n_parts: int, progress=None) -> int:
+        """Every open partition's subtree at once, on the engine's workers (Spark: one grouped step;
+        each group, one open partition's rows, runs the one-statement recursive plan in an embedded
+        DuckDB, with the whole table's distribution and hierarchy codes as small side tables).
+
+        The cuts are those the rounds here would make: a partition's cut depends on its own rows
+        and on whole-table quantities (spans normalized by the table's ranges, the distribution t
+        compares against) only. Partition ids: a fragment f numbers its children from 1, made
+        unique as f * 2^32 + id (a fragment never cut keeps f * 2^32 + f). Returns the rounds."""
+        e, s = self.eng, self.s
+        keys = ["_adb_pid", "_adb_dim", "_adb_side"]
+        groups_sql = e.render("check_groups.sql.j2", keys=keys, cells="_adb_split").sql if self.sa else None
+        ok = self.judge("_adb_split", keys, groups="_adb_groups" if self.sa else "_adb_split", inline=True)
+        rec = self.render("mondrian_recursive.sql.j2", work=self.work, ok=ok, groups_sql=groups_sql,
+                          try_all_dims=self.try_all_dims, from_rows=self.relaxed and bool(self.sa), with_qid=False).sql
+        sql = (f"SELECT r._adb_rid, CAST(f._adb_f * 4294967296 + r._adb_pid AS BIGINT) AS _adb_pid, CAST(r._adb_lvl AS INTEGER) AS _adb_lvl "
+               f"FROM ({rec}) AS r CROSS JOIN (SELECT min(_adb_pid) AS _adb_f FROM {ident(self.work)}) AS f")
+        done = e.per_group(s, self.work, "_adb_pid", sql, "_adb_rid BIGINT, _adb_pid BIGINT, _adb_lvl INTEGER")
+        e.execute(f"INSERT INTO {ident(self.assign)} SELECT _adb_rid, _adb_pid FROM {ident(done)}")
+        levels, classes = e.fetch_rows(f"SELECT max(_adb_lvl), count(DISTINCT _adb_pid) FROM {ident(done)}")[1][0]
+        if progress:
+            progress({"round": rnd + int(levels or 0), "open": 0, "final": int(classes), "rows_open": 0})
+        return rnd + int(levels or 0)
 
     def _advance_nt(self, children: str, sides: str) -> None:
         e, s = self.eng, self.s

@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ..engines.base import Engine
 from ..engines import connect
-from ..errors import AnonyDBError, InfeasibleError, InputError
+from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable
 from ..hierarchy import Hierarchy
 from ..attacks.membership import MembershipReport
 from ..attacks.membership import membership as measure_membership
@@ -105,11 +105,9 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
     """
     t0 = time.perf_counter()
     eng = connect(engine)
-    if eng.dialect == "postgres":  # refused before anything is read or written
-        from ..engines.postgres import NotAvailable
-
+    if eng.dialect != "duckdb":  # refused before anything is read or written
         raise NotAvailable("slicing (its bucket search uses DuckDB's SELECT * REPLACE and column-association "
-                           "plans not yet ported)")
+                           "plans not yet ported)", eng.dialect)
     qi_cols = split_list(qi, "quasi-identifiers")
     model = SlicedLDiversity(l)
     if not sensitive:

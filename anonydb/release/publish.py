@@ -27,6 +27,7 @@ import hashlib
 import os
 import re
 import secrets
+import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,7 @@ STAGE_PREFIX = "__anonydb_stage_"
 #: staging names of releases before this module (``<out>__anonydb_staging``), swept as well
 _LEGACY_STAGE = "__anonydb_staging"
 #: temporary files beside an export target: ``.<name>.anonydb-<pid>-<hex>.tmp``
-_TMP_FILE = re.compile(r"^\..+\.anonydb-(\d+)-[0-9a-f]+\.tmp$")
+_TMP_FILE = re.compile(r"^\..+\.anonydb-(\d+)-[0-9a-f]+\.tmp(\.old)?$")
 
 
 # --- roles -----------------------------------------------------------------------------------------
@@ -189,10 +190,7 @@ def _alive(pid: int) -> bool:
 def sweep(eng: Engine) -> list[str]:
     """Drop the staging tables and views left by runs that were killed (their process is gone);
     return their names."""
-    rows = list(eng.relations(prefix=STAGE_PREFIX).items())
-    rows += [r for r in eng.fetch_rows("SELECT table_name, table_type FROM information_schema.tables WHERE "
-                                       "table_schema = current_schema() AND strpos(table_name, ?) > 0",
-                                       [_LEGACY_STAGE])[1] if r[0] not in dict(rows)]
+    rows = list({**eng.relations(contains=_LEGACY_STAGE), **eng.relations(prefix=STAGE_PREFIX)}.items())
     gone = []
     for name, kind in sorted(rows, key=lambda r: r[1] != "VIEW"):
         m = re.match(re.escape(STAGE_PREFIX) + r"(\d+)_", name)
@@ -348,7 +346,7 @@ def guard_file(path: str | Path, replace: bool, inputs: Iterable[str | Path] = (
     for x in inputs:
         if x is not None and Path(x).exists() and p.exists() and p.resolve() == Path(x).resolve():
             raise InputError(f"{option(flag)} {str(path)!r} is an input of this run; choose another path")
-    if p.is_dir():
+    if p.is_dir() and not is_dataset(p):
         raise InputError(f"{option(flag)} {str(path)!r} is a directory; give a file path")
     if need_folder and not p.parent.is_dir():
         raise InputError(f"{option(flag)} {str(path)!r}: the folder {str(p.parent)!r} does not exist")
@@ -356,6 +354,27 @@ def guard_file(path: str | Path, replace: bool, inputs: Iterable[str | Path] = (
         raise InputError(f"{option(flag)} {str(path)!r} already exists; choose another path, or replace it with "
                          f"{option('replace')}")
     return p
+
+
+def is_dataset(path: Path) -> bool:
+    """A Parquet folder written by Spark (its ``_SUCCESS`` marker): an export target replaced whole."""
+    return path.suffix.lower() == ".parquet" and (path / "_SUCCESS").is_file()
+
+
+def _remove(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+
+
+def _put(tmp: Path, path: Path) -> None:
+    """Rename ``tmp`` to ``path``: one atomic rename for a file; a folder (Spark's Parquet) replacing
+    one is moved aside first, then removed."""
+    if tmp.is_dir() and path.exists():
+        aside = tmp.with_name(tmp.name + ".old")
+        os.replace(path, aside)
+        os.replace(tmp, path)
+        _remove(aside)
+    else:
+        os.replace(tmp, path)
 
 
 def tmp_beside(path: Path) -> Path:
@@ -374,14 +393,14 @@ def sweep_files(folder: Path) -> None:
         m = _TMP_FILE.match(f.name)
         if m and not _alive(int(m.group(1))):
             try:
-                f.unlink()
+                _remove(f)
             except OSError:
                 pass
 
 
 def export(eng: Engine, parts: list[tuple[str, Path]]) -> list[str]:
-    """COPY every (table, path) to a temporary file beside its path, then rename all into place;
-    on failure no target is touched."""
+    """COPY every (table, path) to a temporary file (or Spark's folder) beside its path, then rename
+    all into place; on failure no target is touched."""
     done: list[tuple[Path, Path]] = []
     try:
         for table, path in parts:
@@ -389,11 +408,11 @@ def export(eng: Engine, parts: list[tuple[str, Path]]) -> list[str]:
             done.append((tmp, path))
             eng.copy_out(table, tmp, "parquet" if path.suffix.lower() == ".parquet" else "csv")
         for tmp, path in done:
-            os.replace(tmp, path)
+            _put(tmp, path)
     finally:
         for tmp, _ in done:
             if tmp.exists():
-                tmp.unlink()
+                _remove(tmp)
     return [str(p) for _, p in done]
 
 

@@ -20,6 +20,27 @@ from ..models import DISTANCES, L_VARIANTS
 
 #: what --db takes, in every command
 DB_HELP = "a DuckDB database file (default: in memory) or a postgresql://user@host:port/db URL"
+#: what --engine takes, in every command that takes --db
+ENGINE_HELP = ("duckdb (default; --db picks the file or PostgreSQL server), or Spark: spark (a local session on "
+               "every core), local[N], spark://host:port (a cluster) or sc://host:port (Spark Connect); tables "
+               "then live in the session's catalog")
+
+
+def _use_engine(args: argparse.Namespace) -> None:
+    """--engine spark...: the engine is the Spark session it names (given as ``args.db``, which every
+    command hands to :func:`anonydb.connect`); refused beside --db, whose file or server it would
+    silently replace."""
+    from ..engines import is_spark_url
+
+    name = getattr(args, "engine", None)
+    if name in (None, "duckdb"):
+        return
+    if not is_spark_url(name):
+        raise InputError(f"--engine must be duckdb, spark, local[N], spark://host:port or sc://host:port, got {name!r}")
+    if args.db:
+        raise InputError(f"--db {args.db!r} names a DuckDB file or a PostgreSQL server; with --engine {name} the "
+                         f"tables live in the Spark session's catalog: drop --db")
+    args.db = name
 
 
 def _engine_for(args: argparse.Namespace, read_only: bool = False):
@@ -88,13 +109,23 @@ def _export_targets(args: argparse.Namespace) -> None:
 
     from ..release.publish import guard_file
 
+    from ..engines import is_spark_url
+
+    spark = is_spark_url(args.db)
     if not args.export:
         if not args.db:
             print("anonydb: note: no --db and no --export: the release is built and verified in memory, then "
                   "discarded", file=sys.stderr)
+        elif spark and (args.db == "spark" or args.db.startswith("local[")):
+            print("anonydb: note: a local Spark session's catalog ends with the run: the release is built and "
+                  "verified, then discarded; keep it with --export out.parquet", file=sys.stderr)
         return
     if Path(args.export).suffix.lower() not in (".csv", ".parquet"):
         raise InputError(f"--export must end in .csv or .parquet, got {args.export!r}")
+    if spark and Path(args.export).suffix.lower() == ".csv":
+        from ..errors import NotAvailable
+
+        raise NotAvailable("--export to .csv (Spark writes a Parquet folder: --export out.parquet)", "spark")
     path = Path(args.export)
     pair = args.method in ("anatomy", "injector") and not _presence_args(args)
     targets = [path.with_name(f"{path.stem}_{p}{path.suffix}") for p in ("qit", "st")] if pair else [path]
@@ -159,6 +190,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
     c.add_argument("--sensitive", help="the sensitive attribute")
     c.add_argument("--db", help=DB_HELP)
+    c.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     c.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH",
                    help="an ARX-format hierarchy file for an attribute (repeatable)")
     c.add_argument("--numeric", default=None, help="attributes that must hold numbers, comma-separated")
@@ -205,6 +237,7 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--groups", metavar="COLUMN", help="anatomy: release QIT/ST for the groups of this column "
                    "(e.g. a Mondrian eq_class) instead of creating groups")
     a.add_argument("--db", help=DB_HELP + "; use --export to keep an in-memory release")
+    a.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     a.add_argument("--export", metavar="PATH", help="also write the release to a .csv or .parquet file")
     a.add_argument("--identifiers", help="columns naming a person, comma-separated: dropped, and refused if one "
                                          "repeats (several records per person)")
@@ -235,12 +268,14 @@ def _parser() -> argparse.ArgumentParser:
                                        "report")
     r.add_argument("spec", help="the release spec (YAML)")
     r.add_argument("--db", help=DB_HELP + " (overrides the spec's database:)")
+    r.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress display (it is shown only on a terminal)")
 
     p = sub.add_parser("plan", help="print the SQL a release spec would run, without touching the database")
     p.add_argument("spec", help="the release spec (YAML)")
     p.add_argument("--db", help=DB_HELP + " holding the source (read only)")
+    p.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     p.add_argument("--all", action="store_true", help="every statement (default: each template once, with its count)")
 
     rp = sub.add_parser("report", help="write a report (HTML and/or JSON) of a release: verdicts, class sizes, "
@@ -253,6 +288,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--original", metavar="TABLE|FILE", help="the source the release came from (per-QI loss)")
     rp.add_argument("--threshold", type=float, default=0.2, help="risk threshold (default 0.2)")
     rp.add_argument("--db", help=DB_HELP)
+    rp.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     rp.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH", help="hierarchy of an attribute")
     rp.add_argument("--html", metavar="PATH", help="write the HTML report here")
     rp.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -279,6 +315,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="distribution-based: D (default as for t-closeness)")
     au.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH", help="hierarchy of an attribute")
     au.add_argument("--db", help=DB_HELP)
+    au.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     au.add_argument("--json", action="store_true", help="print the result as JSON")
 
     ev = sub.add_parser("evaluate", help="what a release leaks: homogeneity, similarity, re-identification risk, "
@@ -306,6 +343,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--max-attrs", type=int, help="foreground: attribute sets of at most this many QIs")
     ev.add_argument("--risk-out", metavar="TABLE", help="foreground: write every tuple's risk to this table (in --db)")
     ev.add_argument("--db", help=DB_HELP)
+    ev.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     ev.add_argument("--json", action="store_true", help="print the evaluation as JSON")
 
     tr = sub.add_parser("tradeoff", help="anonymize once per setting and plot P_loss against U_loss (the efficient "
@@ -320,6 +358,7 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--min-sup", type=float, default=0.05, help="U_loss: minimum support of a population (0.05)")
     tr.add_argument("--html", metavar="PATH", help="write the frontier plot and table as HTML")
     tr.add_argument("--db", help=DB_HELP)
+    tr.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     tr.add_argument("--json", action="store_true", help="print the points as JSON")
 
     d = sub.add_parser("demo", help="generate a synthetic census table in memory, generalize it and check it")
@@ -380,6 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous[sig] = signal.signal(sig, _on_signal)
     try:
+        _use_engine(args)
         return _COMMANDS[args.command](args)
     except (KeyboardInterrupt, Interrupted, Exception) as e:  # noqa: BLE001 -- every error is 2 and one line
         stopped = _STOPPED_BY or _engine._STOP
@@ -464,7 +504,6 @@ def _check(args: argparse.Namespace) -> int:
 
 def _anonymize(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
     from ..hierarchy import parse_hierarchy_arg
     from ..methods import anonymize

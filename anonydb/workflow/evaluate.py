@@ -106,7 +106,7 @@ def similarity(eng: Engine, s: Any, parts: Parts, *, hierarchy: Hierarchy | None
     ``width`` of each other): the class of their tuples' values is disclosed."""
     if hierarchy is not None:
         level = hierarchy.check_level(level)
-        node = hierarchy.sql_expr("_adb_sa", level, eng.dialect)
+        node = hierarchy.sql_expr("_adb_sa", level)
         how = f"one node at level {level} of the sensitive hierarchy"
         expr = f"count(DISTINCT {node}) = 1"
     elif width is not None:
