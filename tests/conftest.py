@@ -94,7 +94,7 @@ def spark():
     work = tempfile.mkdtemp(prefix="anonydb-spark-")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers run this Python (DuckDB, pyarrow)
     session = (SparkSession.builder.master("local[2]").appName("anonydb-tests")
-               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "2g")
                .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
                .config("spark.sql.warehouse.dir", os.path.join(work, "warehouse"))
                .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={work}")

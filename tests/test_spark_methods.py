@@ -211,11 +211,10 @@ def census(duck, spark):
     return "sm_census"
 
 
-@pytest.mark.parametrize("fragment_rows", [1_000_000, 700, 0], ids=["one-fragment", "rounds-then-fragments",
-                                                                     "rounds-only"])
+@pytest.mark.parametrize("fragment_rows", [1_000_000, 700], ids=["one-fragment", "rounds-then-fragments"])
 def test_mondrian_census_same(duck, sp, census, fragment_rows, monkeypatch):
-    """The same release whether Spark finishes the whole table on one worker, cuts it in rounds until
-    every open partition has at most 700 rows and finishes those, or cuts in rounds to the end."""
+    """The same release whether Spark finishes the whole table on one worker, or cuts it in
+    whole-table rounds until every open partition has at most 700 rows and finishes those."""
     monkeypatch.setattr(sp, "fragment_rows", fragment_rows)
     kw = dict(source=census, qi=CENSUS_QI, sensitive="occupation", out="sm_cmon", replace=True, seed=9, k=10, l=2,
               t=0.6)

@@ -283,8 +283,51 @@ class SparkEngine(Engine):
     def __init__(self, spark: Any, *, owned: bool = False, warehouse: str | None = None, read_only: bool = False):
         super().__init__()
         self.spark, self.owned, self.warehouse = spark, owned, warehouse
+        self._connect = not hasattr(spark, "sparkContext") or type(spark).__module__.startswith("pyspark.sql.connect")
+        self._blocks: dict[str, list[int]] = {}  # scratch view -> the ids of the RDDs its checkpoints persist
         self.read_only = read_only
         self.database = None  # tables live in the session's catalog (a scratch one for a local session we made)
+
+    # -- scratch views and the blocks they hold ------------------------------------------------------
+    def _checkpoint(self, df: Any, name: str) -> None:
+        """``df`` computed once and kept in the workers' block stores (``localCheckpoint``: its
+        lineage is cut) as the temporary view ``name``, replacing a view of that name."""
+        before = self._persisted()
+        df = self._fresh(df).localCheckpoint()
+        self._release(name)
+        self._blocks[name.lower()] = sorted(self._persisted() - before)
+        df.createOrReplaceTempView(name)
+
+    def _fresh(self, df: Any) -> Any:
+        """``df`` over a plan that carries no size estimate. A checkpoint keeps its query's estimated
+        size, a join's being the product of its inputs': round after round the estimates grow
+        without bound (numbers of thousands of digits, whose arithmetic took half a minute per
+        statement by the fifth Mondrian round), whereas a DataFrame made from rows starts at the
+        default estimate. The rows are re-encoded once, as the checkpoint is written."""
+        if self._connect:
+            return df
+        jdf = df._jdf
+        return type(df)(self.spark._jsparkSession.createDataFrame(jdf.javaRDD(), jdf.schema()), self.spark)
+
+    def _persisted(self) -> set[int]:
+        jsc = getattr(self.spark.sparkContext, "_jsc", None) if not self._connect else None
+        return set(jsc.getPersistentRDDs().keySet()) if jsc is not None else set()
+
+    def _release(self, name: str) -> None:
+        """Free the blocks of the view ``name``'s checkpoints: a dropped view's data stays cached
+        until then, and a plan of many rounds would fill the executors' memory (GC pauses of tens
+        of seconds were seen before this)."""
+        ids = self._blocks.pop(name.lower(), [])
+        if ids:
+            rdds = self.spark.sparkContext._jsc.getPersistentRDDs()
+            for i in ids:
+                rdd = rdds.get(i)
+                if rdd is not None:
+                    rdd.unpersist(False)
+
+    def _drop_view(self, name: str) -> None:
+        self.spark.catalog.dropTempView(name)
+        self._release(name)
 
     # -- statements ----------------------------------------------------------------------------
     def _trees(self, sql: str, params: Sequence[Any] | None) -> list[exp.Expression]:
@@ -310,7 +353,7 @@ class SparkEngine(Engine):
                 self._one(self._materialize_ctes(tree, made))
         finally:
             for name in made:
-                self.spark.catalog.dropTempView(name)
+                self._drop_view(name)
 
     def _one(self, tree: exp.Expression) -> None:
         if isinstance(tree, (exp.Transaction, exp.Commit, exp.Rollback)):
@@ -322,7 +365,7 @@ class SparkEngine(Engine):
                 and tree.args.get("actions"):
             self._alter_view(tree)
         elif isinstance(tree, exp.Drop) and tree.this is not None and self._is_view(tree.this.name):
-            self.spark.catalog.dropTempView(tree.this.name)
+            self._drop_view(tree.this.name)
         elif isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Table) and self._is_view(tree.this.name):
             self._insert_view(tree)
         else:
@@ -334,10 +377,12 @@ class SparkEngine(Engine):
         level deep however many rounds insert), and the old rows are not copied."""
         name = tree.this.name
         old = self.spark.table(_q(name))
-        new = self.spark.sql(to_spark(tree.expression)).localCheckpoint()
+        before = self._persisted()
+        new = self._fresh(self.spark.sql(to_spark(tree.expression))).localCheckpoint()
         if len(new.columns) != len(old.columns):
             raise InputError(f"internal error: INSERT of {len(new.columns)} columns into {name} of {len(old.columns)}")
         old.union(new.toDF(*old.columns)).createOrReplaceTempView(name)
+        self._blocks.setdefault(name.lower(), []).extend(sorted(self._persisted() - before))
 
     def _materialize_ctes(self, tree: exp.Expression, made: list[str]) -> exp.Expression:
         """Each CTE DuckDB is told to materialize, or that is read more than once, computed first as
@@ -357,7 +402,7 @@ class SparkEngine(Engine):
                 if before:
                     body.set("with_", exp.With(expressions=before))
                 name = temp_name("cte")
-                self.spark.sql(to_spark(body)).localCheckpoint().createOrReplaceTempView(name)
+                self._checkpoint(self.spark.sql(to_spark(body)), name)
                 made.append(name)
                 for t in refs:
                     t.set("this", exp.to_identifier(name, quoted=True))
@@ -378,6 +423,7 @@ class SparkEngine(Engine):
             elif isinstance(a, exp.AlterRename):
                 df.createOrReplaceTempView(a.this.name)
                 self.spark.catalog.dropTempView(name)
+                self._blocks[a.this.name.lower()] = self._blocks.pop(name.lower(), [])
                 return
             else:
                 raise InputError(f"internal error: ALTER of a temporary view: {tree.sql('duckdb')[:80]}")
@@ -393,7 +439,7 @@ class SparkEngine(Engine):
         if temp:
             if not replace and self._is_view(name):
                 raise InputError(f"a temporary table named {name!r} exists")
-            df.localCheckpoint().createOrReplaceTempView(name)
+            self._checkpoint(df, name)
         else:
             df.write.mode("overwrite" if replace else "errorifexists").saveAsTable(_q(name))
 
@@ -409,7 +455,7 @@ class SparkEngine(Engine):
             raise SparkError(_short(e)) from e
         finally:
             for name in made:
-                self.spark.catalog.dropTempView(name)
+                self._drop_view(name)
 
     # -- catalog ---------------------------------------------------------------------------------
     def _tables(self) -> list[Any]:
@@ -468,7 +514,7 @@ class SparkEngine(Engine):
         else:  # pyspark 3.5
             df = grouped.applyInPandas(fn.pandas, spark_schema)
         name = s.name()
-        df.localCheckpoint().createOrReplaceTempView(name)
+        self._checkpoint(df, name)
         return name
 
     # -- files -----------------------------------------------------------------------------------

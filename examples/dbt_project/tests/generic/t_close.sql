@@ -2,10 +2,12 @@
     E the Earth Mover's Distance between E's sensitive-value distribution P and the table's Q is at
     most t. distance='equal': EMD = 1/2 sum_i |p_i - q_i|; distance='ordered' (numeric or ordinal
     values, ranked): EMD = 1/(m-1) sum_i |sum_{j<=i} (p_j - q_j)|. Failing rows: the classes above t.
-    Plain SQL (windows and joins), so the test runs on any warehouse dbt supports (tested on DuckDB
-    and PostgreSQL). Each class and each sensitive value is numbered with dense_rank (NULL is a
-    value of its own there, as in GROUP BY), so every join is an equality of integers: hashable
-    everywhere, where a join on "a IS NOT DISTINCT FROM b" is a nested loop on PostgreSQL. -#}
+    Plain SQL (windows and joins), so the test runs on any warehouse dbt supports (tested on DuckDB,
+    PostgreSQL and Spark). Each class and each sensitive value is numbered with dense_rank (NULL is
+    a value of its own there, as in GROUP BY), so every join is an equality of integers: hashable
+    everywhere, where a join on "a IS NOT DISTINCT FROM b" is a nested loop on PostgreSQL. A NULL
+    sensitive value ranks after every value (as in anonydb's ordered distance): "nulls last" says
+    so, since Spark sorts NULL first by default. -#}
 {% test t_close(model, quasi_identifiers, sensitive, t, distance='equal') %}
 {%- set keys = [] -%}
 {%- for q in quasi_identifiers %}{% do keys.append(adapter.quote(q)) %}{% endfor -%}
@@ -16,7 +18,7 @@
 with base as (
     select {% for k in keys %}{{ k }} as _q{{ loop.index }}, {% endfor %}
            dense_rank() over (order by {{ keys | join(", ") }}) as _c,
-           dense_rank() over (order by {{ s }}) as _r
+           dense_rank() over (order by {{ s }} nulls last) as _r
     from {{ model }}
 ), total as (
     select count(*) as n from base
