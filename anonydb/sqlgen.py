@@ -122,6 +122,30 @@ def transpile(sql: str, write: str, read: str = "duckdb") -> str:
 
 
 
+def _has_aggregate(e: exp.Expression) -> bool:
+    """Whether a select item aggregates (or is a window function): GROUP BY ALL leaves it out."""
+    return any(isinstance(n, (exp.AggFunc, exp.Window)) for n in e.walk())
+
+
+def expand_group_by_all(tree: exp.Expression) -> exp.Expression:
+    """GROUP BY ALL -> GROUP BY the positions of the select items that neither aggregate nor are
+    window functions (DuckDB's rule, which PostgreSQL lacks and Spark applies to windows too); no
+    such item: no GROUP BY (one group, as DuckDB)."""
+    for group in list(tree.find_all(exp.Group)):
+        if not group.args.get("all") or group.expressions:
+            continue
+        select = group.parent
+        if not isinstance(select, exp.Select):
+            continue
+        keys = [exp.Literal.number(i + 1) for i, item in enumerate(select.expressions) if not _has_aggregate(item)]
+        if keys:
+            group.set("all", None)
+            group.set("expressions", keys)
+        else:
+            group.pop()
+    return tree
+
+
 def seed_key(seed: int, salt: int | str = 0) -> int:
     """A 64-bit key for the ``rand``/``unif`` macros of ``sql/_macros.sql.j2``: independent
     pseudo-random draws per (seed, salt)."""

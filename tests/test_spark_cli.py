@@ -65,6 +65,10 @@ def test_release_to_parquet_folder(adult, tmp_path):
     rel = con.execute(f"SELECT occupation, count(*) FROM read_parquet('{parts}') GROUP BY ALL ORDER BY ALL").fetchall()
     assert rel == src
     assert con.execute(f"SELECT count(*) FROM read_parquet('{parts}') WHERE NOT (age_lo <= age_hi)").fetchone()[0] == 0
+    # Spark's Parquet folder is a source as it is, on Spark and on DuckDB
+    for engine in (["--engine", "local[2]"], []):
+        c = run("check", str(out), "--qi", "eq_class", "--sensitive", "occupation", "--k", "10", "--l", "2", *engine)
+        assert c.returncode == 0, c.stderr[-2000:]
     before = sorted(p.name for p in out.iterdir())
     again = run(*args)  # the folder exists: refused without --replace, untouched
     assert again.returncode == 2 and "already exists" in again.stderr and again.stderr.count("\n") == 1
@@ -84,3 +88,61 @@ def test_refusals_are_one_line(adult, tmp_path):
     r = run("anonymize", adult, "--engine", "local[2]", "--qi", QI, "--sensitive", "occupation", "--l", "2",
             "--method", "slicing", "--out", "x")
     assert r.returncode == 2 and r.stderr.startswith("anonydb: error: not available on spark: slicing"), r.stderr[-500:]
+
+
+@pytest.fixture(scope="module")
+def connect_url(adult, tmp_path_factory):
+    """A Spark Connect server (pyspark's own sbin/start-connect-server.sh, local[2]) on a free port,
+    stopped at the end of the module."""
+    pytest.importorskip("grpc", reason="Spark Connect's client needs pyspark[connect] (pip install 'anonydb[spark]')")
+    import socket
+
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    script = home / "sbin" / "start-connect-server.sh"
+    if not script.is_file():
+        pytest.skip(f"this pyspark has no {script.name}")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    work = tmp_path_factory.mktemp("connect")
+    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOG_DIR=str(work), SPARK_PID_DIR=str(work),
+               SPARK_IDENT_STRING=f"anonydb{port}", PYSPARK_PYTHON=sys.executable)
+    subprocess.run(["bash", str(script), "--master", "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
+                    "--conf", "spark.ui.enabled=false", "--conf", f"spark.sql.warehouse.dir={work / 'warehouse'}"],
+                   env=env, check=True, capture_output=True, timeout=120)
+    try:
+        import time
+
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(1)
+        else:
+            pytest.fail("the Spark Connect server did not start: " + " ".join(p.read_text()[-500:] for p in work.glob("*.out")))
+        yield f"sc://localhost:{port}"
+    finally:
+        subprocess.run(["bash", str(home / "sbin" / "stop-connect-server.sh")], env=env, capture_output=True, timeout=120)
+
+
+def test_spark_connect_check_and_release(adult, connect_url, tmp_path):
+    """--engine sc://: the check answers as DuckDB does; Mondrian's release (its last step a grouped
+    step on the server's workers) is the one a local session makes, and is exported by the server."""
+    args = ["check", adult, "--qi", QI, "--sensitive", "occupation", "--k", "5", "--l", "2", "--json"]
+    d, s = run(*args), run(*args, "--engine", connect_url)
+    assert s.returncode == 1, s.stderr[-2000:]
+    assert json.loads(s.stdout)["verdicts"] == json.loads(d.stdout)["verdicts"]
+    out = tmp_path / "rel.parquet"
+    r = run("anonymize", adult, "--engine", connect_url, "--qi", QI, "--sensitive", "occupation", "--k", "10",
+            "--out", "connect_rel", "--export", str(out), "--quiet", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    local = run("anonymize", adult, "--qi", QI, "--sensitive", "occupation", "--k", "10", "--out", "x", "--quiet",
+                "--json")
+    assert json.loads(r.stdout)["classes"] == json.loads(local.stdout)["classes"]
+    con = duckdb.connect()
+    n, k = con.execute(f"SELECT sum(n), min(n) FROM (SELECT count(*) AS n FROM read_parquet('{out}/*.parquet') "
+                       f"GROUP BY eq_class)").fetchone()
+    assert n == 30162 and k >= 10

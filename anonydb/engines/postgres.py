@@ -80,7 +80,7 @@ from sqlglot import exp
 from .base import Engine, Logged
 from .. import errors
 from ..errors import InputError, SQLError
-from ..sqlgen import ident
+from ..sqlgen import expand_group_by_all as _rw_group_by_all, ident
 
 try:  # psycopg is an optional extra: pip install 'anonydb[postgres]'
     import psycopg
@@ -247,29 +247,6 @@ def _rw_hash_joins(tree: exp.Expression) -> exp.Expression:
 def _pg(sql: str) -> exp.Expression:
     """A PostgreSQL expression (the rewritten trees are written out as PostgreSQL directly)."""
     return sqlglot.parse_one(sql, read="postgres")
-
-
-def _has_aggregate(e: exp.Expression) -> bool:
-    """Whether a select item aggregates (or is a window function): GROUP BY ALL leaves it out."""
-    return any(isinstance(n, (exp.AggFunc, exp.Window)) for n in e.walk())
-
-
-def _rw_group_by_all(tree: exp.Expression) -> exp.Expression:
-    """GROUP BY ALL -> GROUP BY the positions of the select items that neither aggregate nor are
-    window functions (DuckDB's rule); no such item: no GROUP BY (one group, as DuckDB)."""
-    for group in list(tree.find_all(exp.Group)):
-        if not group.args.get("all") or group.expressions:
-            continue
-        select = group.parent
-        if not isinstance(select, exp.Select):
-            continue
-        keys = [exp.Literal.number(i + 1) for i, item in enumerate(select.expressions) if not _has_aggregate(item)]
-        if keys:
-            group.set("all", None)
-            group.set("expressions", keys)
-        else:
-            group.pop()
-    return tree
 
 
 def _rw_arg_best(tree: exp.Expression) -> exp.Expression:

@@ -25,22 +25,30 @@ OVER (w ROWS BETWEEN ...)              the named window w inlined (Spark cannot 
                                        a named window)
 row_number() OVER ()                   row_number() OVER (ORDER BY 1) (Spark wants an order);
                                        a row id for a whole table is monotonically_increasing_id()
-WITH x AS MATERIALIZED (...)           the hint dropped (Spark's CTEs take none)
 ? parameters                           inlined as escaped literals (spark.sql takes none)
 md5_number(s) (a keyed row order)      the first 60 bits of md5(s), a BIGINT
 hash(xor(hash(x), CAST(k AS UBIGINT))) the same of CAST(x AS STRING) || '/' || k (keyed draws);
                                        ``h >> n`` of it (``unif``) shifts by n - 4 (60 bits, not 64)
-hash(g) of a whole row g              monotonically_increasing_id() (a row's position; the order
+hash(g) of a whole row g               monotonically_increasing_id() (a row's position; the order
                                        stays keyed: it is hashed with the key)
 read_csv / read_parquet of a file      spark.read (CSV header, schema inferred from every row;
                                        a Parquet file or folder)
 COPY t TO 'f.parquet'                  t written by Spark as a Parquet folder (part files)
+quantile_disc(x, q)                    percentile_disc(q) WITHIN GROUP (ORDER BY x) (sqlglot
+                                       writes PERCENTILE_DISC(x, q), which Spark 4 rejects)
+quantile_cont(x, q) / median(x)        percentile(x, q) / median(x), both interpolated
+FROM t, range(n) (n a column of t)     FROM t LATERAL VIEW explode(sequence(0, n - 1)) AS range
+HUGEINT, UBIGINT, ...                  DECIMAL(38, 0), DECIMAL(20, 0), ... (every value fits)
+GROUP BY ALL                           GROUP BY the positions of the items that neither aggregate
+                                       nor are windows (Spark would group by a window)
+WITH x AS MATERIALIZED (q), or a CTE   q computed first as a checkpointed scratch view (Spark
+read more than once                    inlines a CTE at every reference)
 =====================================  ==========================================================
 
-quantile_disc / median (``PERCENTILE_DISC(x, 0.5)`` as sqlglot writes it, which Spark 4 rejects)
-and DuckDB's list functions do not occur in what runs on Spark: Mondrian's cut is found from a
-per-partition histogram (sql/_mondrian.sql.j2), and the checks and releases that run here use
-sorted string aggregates through ``_macros.sorted_string_agg``.
+Lists go through ``_macros.sql.j2`` with Spark's names (``max_by``, ``string_agg ... ORDER BY``;
+sqlglot writes ``list`` as ``collect_list`` and ``array_to_string`` as ``array_join``). A
+checkpoint starts from rows, not from its query (:meth:`SparkEngine._fresh`), and is freed when
+its view is dropped.
 
 **What "atomic" means on Spark.** A release is written under a staging name, verified, then
 renamed into place. A catalog table: the staging table is renamed to the target (one ALTER TABLE
@@ -68,7 +76,7 @@ from sqlglot import exp
 
 from .base import Engine
 from ..errors import InputError, NotAvailable
-from ..sqlgen import literal, temp_name
+from ..sqlgen import expand_group_by_all, literal, temp_name
 
 #: Spark's simple type names -> DuckDB's (DESCRIBE), which the rest of anonydb reads
 TYPE_NAMES = {"int": "INTEGER", "bigint": "BIGINT", "smallint": "SMALLINT", "tinyint": "TINYINT",
@@ -233,9 +241,26 @@ def _rw_series_joins(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def _rw_percentiles(tree: exp.Expression) -> exp.Expression:
+    """DuckDB's quantiles: ``quantile_disc(x, q)`` -> ``percentile_disc(q) WITHIN GROUP (ORDER BY x)``
+    (sqlglot writes ``PERCENTILE_DISC(x, q)``, which Spark 4 rejects, or an approximate percentile);
+    ``quantile_cont(x, q)`` -> ``percentile(x, q)`` (exact, interpolated); ``median(x)`` is Spark's
+    ``median`` (interpolated, as DuckDB's)."""
+    for node in list(tree.find_all(exp.PercentileDisc, exp.PercentileCont)):
+        if isinstance(node.parent, exp.WithinGroup) or node.expression is None:
+            continue
+        x, q = node.this.sql("spark"), node.expression.sql("spark")
+        if isinstance(node, exp.PercentileDisc):
+            node.replace(exp.Var(this=f"percentile_disc({q}) WITHIN GROUP (ORDER BY {x})"))
+        else:
+            node.replace(exp.Anonymous(this="percentile", expressions=[node.this.copy(), node.expression.copy()]))
+    return tree
+
+
 #: the rewrites of one statement tree, in the order they run (the hashes before the types: a
 #: keyed hash's CAST(k AS UBIGINT) is read by _rw_hashes)
-REWRITES = [_inline_windows, _ordered_row_numbers, _rw_hashes, _rw_types, _rw_series_joins]
+REWRITES = [expand_group_by_all, _inline_windows, _ordered_row_numbers, _rw_hashes, _rw_types, _rw_series_joins,
+            _rw_percentiles]
 
 
 class SparkError(Exception):
@@ -285,6 +310,7 @@ class SparkEngine(Engine):
         self.spark, self.owned, self.warehouse = spark, owned, warehouse
         self._connect = not hasattr(spark, "sparkContext") or type(spark).__module__.startswith("pyspark.sql.connect")
         self._blocks: dict[str, list[int]] = {}  # scratch view -> the ids of the RDDs its checkpoints persist
+        self.fetched: list[int] = []  # rows each query brought to the driver (tests bound them)
         self.read_only = read_only
         self.database = None  # tables live in the session's catalog (a scratch one for a local session we made)
 
@@ -441,14 +467,16 @@ class SparkEngine(Engine):
                 raise InputError(f"a temporary table named {name!r} exists")
             self._checkpoint(df, name)
         else:
-            df.write.mode("overwrite" if replace else "errorifexists").saveAsTable(_q(name))
+            df.write.mode("overwrite" if replace else "error").saveAsTable(_q(name))
 
     def _fetch(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple]]:
         made: list[str] = []
         try:
             trees = self._trees(sql, params)
             df = self.spark.sql(to_spark(self._materialize_ctes(trees[-1], made)))
-            return list(df.columns), [tuple(r) for r in df.collect()]
+            rows = [tuple(r) for r in df.collect()]
+            self.fetched.append(len(rows))
+            return list(df.columns), rows
         except InputError:
             raise
         except Exception as e:

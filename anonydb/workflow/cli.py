@@ -40,7 +40,19 @@ def _use_engine(args: argparse.Namespace) -> None:
     if args.db:
         raise InputError(f"--db {args.db!r} names a DuckDB file or a PostgreSQL server; with --engine {name} the "
                          f"tables live in the Spark session's catalog: drop --db")
+    if args.command in SPARK_REFUSED:
+        from ..errors import NotAvailable
+
+        raise NotAvailable(f"{args.command} ({SPARK_REFUSED[args.command]})", "spark")
     args.db = name
+
+
+#: commands --engine spark refuses, and why
+SPARK_REFUSED = {
+    "evaluate": "its attacks build DuckDB lists and structs per tuple; evaluate an exported release with DuckDB",
+    "tradeoff": "its sweep runs hundreds of small releases; on Spark each statement is a job",
+    "audit": "its rule miner builds DuckDB lists and structs, as on PostgreSQL",
+}
 
 
 def _engine_for(args: argparse.Namespace, read_only: bool = False):

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ..engines import is_postgres_url
+from ..engines import is_postgres_url, is_spark_url
 from ..engines.duckdb import DuckDBEngine
 from ..engines.base import Engine
 from ..engines import connect
-from ..errors import InputError
+from ..errors import InputError, NotAvailable
 from ..schema import split_list
 from .spec import Spec, SpecError, load_spec
 from ..release.publish import export, guard_file, stage_name
@@ -422,6 +422,11 @@ def plan_spec(spec: Spec | str | Path, *, db: str | None = None, full: bool = Fa
     database = db or sp.database
     if is_postgres_url(database):
         return _plan_on_server(sp, database, full)
+    if is_spark_url(database):  # a file source replays on DuckDB as for any run; a catalog table cannot be copied
+        if Path(sp.source).suffix.lower() not in (".csv", ".parquet", ".tsv"):
+            raise NotAvailable("plan of a catalog table (plan replays the run on a scratch DuckDB copy of the "
+                               "source; give the source as a CSV or Parquet file)", "spark")
+        database = None
     eng = DuckDBEngine(None)
     try:
         if database and not Path(sp.source).suffix.lower() in (".csv", ".parquet", ".tsv"):
