@@ -90,11 +90,8 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     NumericLoader = object  # type: ignore[assignment,misc]
 
 
-class NotAvailable(errors.NotAvailable):
-    """A statement needs a construct this engine cannot run on PostgreSQL yet."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason, "postgres")
+#: a construct this engine cannot run on PostgreSQL yet (the errors module's, whose dialect defaults to postgres)
+NotAvailable = errors.NotAvailable
 
 
 # ------------------------------------------------------------------------------------------------
