@@ -24,15 +24,16 @@ session as the temporary view ``census``, cached in memory unless ``--no-cache``
 Each workload runs in its own job group; after its last run the harness reads from Spark:
 the jobs of the group (``statusTracker().getJobIdsForGroup``), their stages, and per stage from
 the UI's REST API (``/api/v1/applications/<id>/stages``, served on the driver, no network beyond
-it) the tasks, shuffle read / write bytes, input bytes, spill, peak execution memory and the
-summed task run time; and the storage memory the executor holds afterwards (``/executors``).
+it) the tasks, shuffle read / write bytes, input bytes, spill, peak execution memory, and the
+summed task run and CPU time; and the storage memory the executor holds afterwards (``/executors``).
 With ``--no-ui`` only the status tracker's counts (jobs, stages, tasks) are kept.
 
 A workload longer than ``--timeout`` seconds is cancelled (``cancelJobGroup``) and recorded as a
 timeout. The growth exponent between the smallest and the largest size is
 log(t_large / t_small) / log(rows_large / rows_small) per workload. Nothing is written into the
 repository; ``--markdown`` prints the tables as a BENCHMARKS.md section, ``--json`` saves every
-number.
+number (after each workload). SIGTERM (or Ctrl-C) stops the run after the running workload and
+still prints the tables of what was measured (exit status 130).
 
     python benchmarks/bench_spark.py --rows 1000000 --repeat 1
     python benchmarks/bench_spark.py --rows 1000000,3000000,10000000 --repeat 1 --markdown --json run.json
@@ -49,6 +50,7 @@ import os
 import platform
 import statistics
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -70,6 +72,8 @@ EXTRA_CHECKS = [("several (k=3, l=2, t=0.4, delta=3)", "occupation", dict(k=3, l
 TARGETS = {"check": 60.0, "floor": 60.0, "mondrian": 300.0, "sim": None}
 #: the rows the targets are stated for
 TARGET_ROWS = 10_000_000
+#: set by SIGTERM: the run stops after the running workload
+STOP: list[int] = []
 #: string QIs of the census, coded by the simulation's dictionaries (the numeric ones are their values)
 STRING_QIS = ["sex", "race", "marital_status", "education", "workclass", "zip"]
 
@@ -433,7 +437,9 @@ def where_time_goes(log: list, top: int = 3) -> str:
     return f"{'; '.join(parts)} (of {total:.1f} s in {len(log)} statements)"
 
 
-def bench_size(args, spark, eng, metrics: Metrics, rows: int, wanted) -> dict[str, Any]:
+def bench_size(args, spark, eng, metrics: Metrics, rows: int, wanted, result: dict, save) -> dict[str, Any]:
+    """Every wanted workload on the census of ``rows`` rows; the size's record is in ``result`` from
+    the start and ``save()`` runs after each workload, so that a run ended early keeps what it measured."""
     sc = spark.sparkContext
     path, gen_s = make_parquet(Path(args.data_dir), rows, args.seed)
     t0 = time.perf_counter()
@@ -448,11 +454,14 @@ def bench_size(args, spark, eng, metrics: Metrics, rows: int, wanted) -> dict[st
     size = dict(rows=rows, parquet=str(path), parquet_mb=path.stat().st_size / 2**20, generated_s=gen_s,
                 load_s=load_s, qi_groups=groups, partitions=df.rdd.getNumPartitions(), storage_after_load=metrics.storage(),
                 workloads={})
+    result["sizes"].append(size)
     print(f"== {rows:,} rows: parquet {size['parquet_mb']:.0f} MB ({'made in %.1f s' % gen_s if gen_s else 'reused'}), "
           f"{'cached' if not args.no_cache else 'not cached'} in {load_s:.1f} s, {df.rdd.getNumPartitions()} input "
           f"partitions, {groups:,} QI groups", file=sys.stderr, flush=True)
     all_w = checks() + floors() + [("Mondrian k=10 (levelwise)", "mondrian", None), ("sim: Mondrian-like rounds, k=10", "sim", None)]
     for idx, (name, kind, fn) in enumerate(all_w):
+        if STOP:
+            break
         if not wanted(name, rows):
             continue
         times, err, rounds, profile = [], None, [], ""
@@ -491,6 +500,7 @@ def bench_size(args, spark, eng, metrics: Metrics, rows: int, wanted) -> dict[st
             w["metrics_error"] = first_line(e)
         w["storage_after"] = metrics.storage()
         size["workloads"][name] = w
+        save()
         m = w.get("metrics", {})
         print(f"{name}: {_fmt(w['median'], err)} s (runs {', '.join(f'{x:.1f}' for x in times)}); jobs {m.get('jobs')}, "
               f"stages {m.get('stages')} (+{m.get('skipped')} skipped), tasks {m.get('tasks')}, shuffle r/w "
@@ -558,12 +568,15 @@ def _mb(b: int | None) -> str:
 
 
 def growth(sizes: list[dict], name: str) -> float | None:
-    pts = [(s["rows"], s["workloads"].get(name, {}).get("median")) for s in sizes]
-    pts = [(r, t) for r, t in pts if t]
-    if len(pts) < 2 or pts[0][0] == pts[-1][0]:
+    """log(t_last / t_first) / log(rows_last / rows_first): None unless both the smallest and the
+    largest size have a time (an exponent over other sizes would be mislabelled)."""
+    if len(sizes) < 2 or sizes[0]["rows"] == sizes[-1]["rows"]:
         return None
-    (r0, t0), (r1, t1) = pts[0], pts[-1]
-    return math.log(t1 / t0) / math.log(r1 / r0)
+    t0 = sizes[0]["workloads"].get(name, {}).get("median")
+    t1 = sizes[-1]["workloads"].get(name, {}).get("median")
+    if not t0 or not t1:
+        return None
+    return math.log(t1 / t0) / math.log(sizes[-1]["rows"] / sizes[0]["rows"])
 
 
 def report(args, result: dict) -> str:
@@ -579,12 +592,14 @@ def report(args, result: dict) -> str:
                    f"{s['partitions']} input partitions, cached in {s['load_s']:.1f} s)" for s in sizes)
     if args.markdown:
         lines.append(f"### Spark, local[2] (issue 26), {today}\n")
-        lines.append(f"Command: `{result['command']}`. {head}. Sizes: {sz}.\n")
+        lines.append(f"Command: `{result['command']}`. {head}. Sizes: {sz}."
+                     + (f" **{result['interrupted']}.**" if result.get("interrupted") else "") + "\n")
     else:
         lines.append(f"# {head}\n# sizes: {sz}\n# command: {result['command']}\n")
     cols = [f"{s['rows'] / 1e6:g}M s" for s in sizes]
     big = len(sizes) > 1
-    lines.append("| workload | " + " | ".join(cols) + (" | growth exponent |" if big else " |")
+    lines.append("| workload | " + " | ".join(cols) + (f" | growth exponent {sizes[0]['rows'] / 1e6:g}M->"
+                                                    f"{sizes[-1]['rows'] / 1e6:g}M |" if big else " |")
                  + f" target at {TARGET_ROWS / 1e6:g}M | met |")
     lines.append("|---|" + "---|" * len(cols) + ("---|" if big else "") + "---|---|")
     for n in names:
@@ -594,8 +609,12 @@ def report(args, result: dict) -> str:
         g = growth(sizes, n)
         tgt = TARGETS[kind]
         at = next((w for s, w in zip(sizes, ws) if s["rows"] == TARGET_ROWS and w), None)
-        met = "-" if tgt is None or at is None else ("error" if at["median"] is None else
-                                                     ("yes" if at["median"] <= tgt else "no"))
+        if tgt is None or at is None:
+            met = "-"
+        elif at["median"] is None:  # a time-out past the target is a miss, any other failure an error
+            met = "no" if (at["error"] or "").startswith("timeout") and args.timeout >= tgt else "error"
+        else:
+            met = "yes" if at["median"] <= tgt else "no"
         lines.append(f"| {n} | " + " | ".join(vals) + (f" | {'-' if g is None else f'{g:.2f}'} |" if big else " |")
                      + f" {'-' if tgt is None else f'<= {tgt:g} s'} | {met} |")
     lines.append("")
@@ -700,16 +719,35 @@ def main(argv=None) -> int:
                   command="python benchmarks/bench_spark.py " + " ".join(
                       a if " " not in a and "|" not in a else repr(a) for a in (argv if argv is not None else sys.argv[1:])),
                   metrics_method=metrics.method, args=vars(args), sizes=[])
+    def save() -> None:
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=1, default=str))
+
+    def stop(signum, frame):
+        """SIGTERM: finish the running workload (an exception raised inside a py4j call would be
+        taken for the workload's failure), then stop and print what was measured; a second one ends
+        the process at once."""
+        STOP.append(signum)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        print("SIGTERM: stopping after the running workload", file=sys.stderr, flush=True)
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         for rows in sizes:
-            result["sizes"].append(bench_size(args, spark, eng, metrics, rows, wanted))
-            if args.json:
-                Path(args.json).write_text(json.dumps(result, indent=1, default=str))
+            if STOP:
+                break
+            bench_size(args, spark, eng, metrics, rows, wanted, result, save)
+    except KeyboardInterrupt:
+        STOP.append(signal.SIGINT)
     finally:
+        if STOP:
+            result["interrupted"] = "interrupted: the tables hold what was measured before"
+            print(result["interrupted"], file=sys.stderr, flush=True)
+            save()
         spark.stop()
         shutil.rmtree(args.work_dir, ignore_errors=True)
     print(report(args, result))
-    return 0
+    return 0 if "interrupted" not in result else 130
 
 
 if __name__ == "__main__":
