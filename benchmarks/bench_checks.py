@@ -8,6 +8,7 @@ QIs (the least work any exact check must do), reported as a ratio.
 from __future__ import annotations
 
 import argparse
+import collections
 import datetime as dt
 import statistics
 import sys
@@ -29,6 +30,18 @@ CHECKS = [
     ("(alpha,k)-anonymity (alpha=0.5, k=5)", "occupation", dict(alpha=0.5, k=5)),
     ("delta-disclosure (delta=1.5)", "occupation", dict(delta=1.5)),
 ]
+
+
+def where_time_goes(log: list, top: int = 3, digits: int = 2) -> str:
+    """An engine's statement log (``eng.log``) summed per template (or the statement's first
+    words), the ``top`` largest first, with the total and the number of statements."""
+    agg: dict[str, float] = collections.defaultdict(float)
+    for entry in log:
+        name = entry.template or " ".join(entry.sql.split()[:4])[:40]
+        agg[name.replace(".sql.j2", "")] += entry.seconds
+    total = sum(agg.values())
+    parts = [f"{k} {v:.{digits}f}" for k, v in sorted(agg.items(), key=lambda kv: -kv[1])[:top]]
+    return f"{'; '.join(parts)} (of {total:.{digits}f} s in {len(log)} statements)"
 
 
 def occupation_hierarchy():

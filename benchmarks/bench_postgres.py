@@ -21,7 +21,6 @@ table as a BENCHMARKS.md section.
 from __future__ import annotations
 
 import argparse
-import collections
 import datetime as dt
 import statistics
 import sys
@@ -35,7 +34,7 @@ sys.path.insert(0, str(HERE))  # bench_checks: the checks and the occupation hie
 import anonydb  # noqa: E402
 from anonydb.datasets import CENSUS_QIS, synthetic_census  # noqa: E402
 from anonydb.sqlgen import ident  # noqa: E402
-from bench_checks import CHECKS, occupation_hierarchy  # noqa: E402
+from bench_checks import CHECKS, occupation_hierarchy, where_time_goes  # noqa: E402
 
 ADULT_QIS = ["age", "workclass", "education", "marital-status", "race", "sex", "native-country", "occupation"]
 ADULT_SA = "salary-class"
@@ -50,17 +49,6 @@ def copy_to_pg(duck, pg, table: str) -> float:
     t0 = time.perf_counter()
     copy_from_duckdb(duck, pg, table)
     return time.perf_counter() - t0
-
-
-def where_time_goes(log: list, top: int = 3) -> str:
-    """The statement log summed per template (or the statement's first words), largest first."""
-    agg: dict[str, float] = collections.defaultdict(float)
-    for entry in log:
-        name = entry.template or " ".join(entry.sql.split()[:4])[:40]
-        agg[name.replace(".sql.j2", "")] += entry.seconds
-    total = sum(agg.values())
-    parts = [f"{k} {v:.2f}" for k, v in sorted(agg.items(), key=lambda kv: -kv[1])[:top]]
-    return f"{'; '.join(parts)} (of {total:.2f} s logged)"
 
 
 def run(fn: Callable[[], Any]) -> tuple[float | None, str | None]:

@@ -42,7 +42,6 @@ still prints the tables of what was measured (exit status 130).
 from __future__ import annotations
 
 import argparse
-import collections
 import datetime as dt
 import json
 import math
@@ -64,7 +63,7 @@ sys.path.insert(0, str(HERE))  # bench_checks: the checks and the occupation hie
 
 import anonydb  # noqa: E402
 from anonydb.datasets import CENSUS_QIS, synthetic_census  # noqa: E402
-from bench_checks import CHECKS, occupation_hierarchy  # noqa: E402
+from bench_checks import CHECKS, occupation_hierarchy, where_time_goes  # noqa: E402
 
 SA = "occupation"
 #: tests/conftest.py's ENGINE_MODELS that bench_checks.CHECKS does not already cover
@@ -425,16 +424,6 @@ def run_sim(spark, group: Group, rounds: list[dict], max_rounds: int | None, mat
 
 def first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
-
-
-def where_time_goes(log: list, top: int = 3) -> str:
-    agg: dict[str, float] = collections.defaultdict(float)
-    for entry in log:
-        name = entry.template or " ".join(entry.sql.split()[:4])[:40]
-        agg[name.replace(".sql.j2", "")] += entry.seconds
-    total = sum(agg.values())
-    parts = [f"{k} {v:.1f}" for k, v in sorted(agg.items(), key=lambda kv: -kv[1])[:top]]
-    return f"{'; '.join(parts)} (of {total:.1f} s in {len(log)} statements)"
 
 
 def bench_size(args, spark, eng, metrics: Metrics, rows: int, wanted, result: dict, save) -> dict[str, Any]:

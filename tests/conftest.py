@@ -47,6 +47,28 @@ def make_table(engine, name: str, columns: list[str], rows: list[tuple], counts:
     return name
 
 
+def spark_view(duck, spark, table: str) -> None:
+    """DuckDB's table ``table`` as Spark's temporary view of the same name, through Arrow: the
+    very same rows and types (an integer column with NULLs stays an integer)."""
+    from anonydb.sqlgen import ident
+
+    rel = duck.con.sql(f"SELECT * FROM {ident(table)}")
+    spark.createDataFrame(rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()) \
+        .createOrReplaceTempView(table)
+
+
+def same_values(a, b) -> bool:
+    """Equal, of the same types; floats to the last few bits (a DOUBLE sum, such as entropy's sum of
+    c ln c, depends on the order an engine adds in). Fractions and integers compare exactly."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == pytest.approx(b, rel=1e-12, abs=1e-12)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_values(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_values(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
 #: the privacy-model checks every engine's parity tests run (tests/test_postgres.py, test_spark.py)
 ENGINE_MODELS = [
     pytest.param(dict(k=5), id="k"),

@@ -14,7 +14,7 @@ import pytest
 import anonydb
 from anonydb.engines.spark import SparkEngine, to_spark
 
-from conftest import ENGINE_MODELS, make_table
+from conftest import ENGINE_MODELS, make_table, same_values, spark_view
 
 MODELS = ENGINE_MODELS
 
@@ -31,17 +31,12 @@ def eng(spark):
     return SparkEngine(spark)
 
 
-def to_spark_view(duck, spark, table: str) -> None:
-    """DuckDB's table ``table`` as Spark's temporary view of the same name."""
-    spark.createDataFrame(duck.con.execute(f'SELECT * FROM "{table}"').df()).createOrReplaceTempView(table)
-
-
 @pytest.fixture(scope="module")
 def census(duck, spark):
     from anonydb.datasets import synthetic_census
 
     synthetic_census(duck, "census_spark", rows=3000, seed=7, null_rate=0.05)
-    to_spark_view(duck, spark, "census_spark")
+    spark_view(duck, spark, "census_spark")
     return "census_spark"
 
 
@@ -51,26 +46,14 @@ def people(duck, spark):
     rows = [(30, "M", "130*", "flu"), (30, "M", None, "cold"), (30, "M", None, None), (41, "F", "148*", "cancer"),
             (41, "F", "148*", "flu"), (None, "F", "148*", "flu"), (55, None, "130*", None), (55, None, "130*", "cold")]
     make_table(duck, "people_spark", ["Age", "sex", "zip", "disease"], rows, counts=[3, 1, 2, 2, 1, 2, 1, 3])
-    to_spark_view(duck, spark, "people_spark")
+    spark_view(duck, spark, "people_spark")
     return "people_spark"
-
-
-def same(a, b) -> bool:
-    """Equal, floats to the last few bits: a DOUBLE sum (entropy's sum of c ln c) depends on the
-    order the engine adds in. Fractions and integers compare exactly."""
-    if isinstance(a, float) and isinstance(b, float):
-        return a == pytest.approx(b, rel=1e-12, abs=1e-12)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
 
 
 def assert_same(duck, eng, table, qi, sensitive, **params):
     d = anonydb.check(table, qi, sensitive, engine=duck, max_groups=20, **params)
     s = anonydb.check(table, qi, sensitive, engine=eng, max_groups=20, **params)
-    assert same(s.to_dict(), d.to_dict()), (s.to_dict(), d.to_dict())
+    assert same_values(s.to_dict(), d.to_dict()), (s.to_dict(), d.to_dict())
     for vs, vd in zip(s.verdicts, d.verdicts):  # exact values stay exact, of the same types
         assert vs.achieved == vd.achieved and all(type(vs.achieved[k]) is type(vd.achieved[k]) for k in vd.achieved)
     return s

@@ -21,7 +21,7 @@ from anonydb.methods import anatomy, anonymize, fulldomain, injector, slicing
 from anonydb.methods.presence import presence_anonymize
 from anonydb.sqlgen import ident
 
-from conftest import ENGINE_MODELS, make_table, need_shared
+from conftest import ENGINE_MODELS, make_table, need_shared, same_values, spark_view
 
 STAGE = "__anonydb_stage_"
 #: the most rows any one query of a method may bring to the driver: per-round summaries, never data
@@ -47,13 +47,6 @@ def sp(spark):
     eng = anonydb.connect(spark)
     assert isinstance(eng, SparkEngine)
     return eng
-
-
-def to_spark(duck, spark, table: str) -> None:
-    """DuckDB's table as Spark's temporary view of the same name (through Arrow: the same types)."""
-    rel = duck.con.sql(f"SELECT * FROM {ident(table)}")
-    arrow = rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
-    spark.createDataFrame(arrow).createOrReplaceTempView(table)
 
 
 def rows_of(eng, table: str, drop: tuple[str, ...] = ()) -> list[tuple]:
@@ -133,7 +126,7 @@ def hand(duck, spark):
     duck.execute("CREATE OR REPLACE TABLE sm_hand_t AS SELECT CAST(age AS VARCHAR) AS age, sex, zip, disease FROM sm_hand")
     duck.execute("CREATE OR REPLACE TABLE sm_hand_m AS SELECT coalesce(age, 40) AS age, sex, zip, disease FROM sm_hand")
     for t in ("sm_hand", "sm_hand_t", "sm_hand_m"):
-        to_spark(duck, spark, t)
+        spark_view(duck, spark, t)
     return "sm_hand"
 
 
@@ -220,6 +213,21 @@ def test_refused_and_failed_releases_keep_the_previous(sp, hand, monkeypatch):
     anonymize(out="sm_keep", replace=True, k=2, **kw)  # replace: the new release takes the name
     assert rows_of(sp, "sm_keep") != before and sp.exists("sm_keep")
     no_stages(sp)
+    # Spark's catalog has no transactions: a swap whose rename of the stage fails puts the old
+    # table (renamed aside, not dropped) back
+    before, real_rename = rows_of(sp, "sm_keep"), sp.rename
+
+    def broken(old, new):
+        if new == "sm_keep" and old.startswith(STAGE) and not old.endswith("_old"):
+            raise RuntimeError("the rename failed")
+        return real_rename(old, new)
+
+    monkeypatch.setattr(sp, "rename", broken)
+    with pytest.raises(RuntimeError, match="the rename failed"):
+        anonymize(out="sm_keep", replace=True, k=3, **kw)
+    monkeypatch.undo()
+    assert rows_of(sp, "sm_keep") == before
+    no_stages(sp)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,7 +241,7 @@ def census(duck, spark):
     from anonydb.datasets import synthetic_census
 
     synthetic_census(duck, "sm_census", rows=3000, seed=5, null_rate=0.05)
-    to_spark(duck, spark, "sm_census")
+    spark_view(duck, spark, "sm_census")
     return "sm_census"
 
 
@@ -260,7 +268,7 @@ def test_anatomy_census_same(duck, sp, census):
 def test_mpalm_census_same(duck, sp, census, spark):
     """MPALM (Mondrian over the flagged public table, judged by delta-presence) on both engines."""
     duck.execute("CREATE OR REPLACE TABLE sm_cpriv AS SELECT * FROM sm_census WHERE age % 3 = 0")
-    to_spark(duck, spark, "sm_cpriv")
+    spark_view(duck, spark, "sm_cpriv")
     kw = dict(private="sm_cpriv", public=census, qi=["age", "sex", "race"], delta=(0, 0.6), out="sm_cmpalm",
               method="mondrian", replace=True, seed=1)
     d, s = presence_anonymize(engine=duck, **kw), presence_anonymize(engine=sp, **kw)
@@ -278,7 +286,7 @@ def big(duck, spark):
     from anonydb.datasets import synthetic_census
 
     synthetic_census(duck, "sm_big", rows=50_000, seed=11, null_rate=0.02)
-    to_spark(duck, spark, "sm_big")
+    spark_view(duck, spark, "sm_big")
     return "sm_big"
 
 
@@ -286,17 +294,7 @@ def same_check(duck, sp, table, qi, sa, **params):
     d = anonydb.check(table, qi, sa, engine=duck, max_groups=5, **params).to_dict()
     s = anonydb.check(table, qi, sa, engine=sp, max_groups=5, **params).to_dict()
     d.pop("source"), s.pop("source")
-    assert _close(s, d), (s, d)
-
-
-def _close(a, b) -> bool:
-    if isinstance(a, float) and isinstance(b, float):
-        return a == pytest.approx(b, rel=1e-12, abs=1e-12)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
-    return a == b
+    assert same_values(s, d), (s, d)
 
 
 def test_big_checks_same(duck, sp, big):
@@ -324,7 +322,7 @@ def adult(duck, spark):
     from anonydb.datasets import adult_hierarchy_paths, load_adult
 
     load_adult(duck, "sm_adult", path=folder)
-    to_spark(duck, spark, "sm_adult")
+    spark_view(duck, spark, "sm_adult")
     return {a: Hierarchy.from_arx(p) for a, p in adult_hierarchy_paths(folder).items()}
 
 
@@ -364,7 +362,7 @@ def test_adult_anatomy_same(duck, sp, adult):
 
 def test_adult_spalm_same(duck, sp, adult, spark):
     duck.execute("CREATE OR REPLACE TABLE sm_apriv AS SELECT * FROM sm_adult WHERE age % 3 = 0")
-    to_spark(duck, spark, "sm_apriv")
+    spark_view(duck, spark, "sm_apriv")
     qi = ADULT_QI[:3]
     kw = dict(private="sm_apriv", public="sm_adult", qi=qi, delta=(0, 0.6), out="sm_aspalm",
               hierarchies={q: adult[q] for q in qi}, replace=True, seed=1)
@@ -394,7 +392,7 @@ def test_random_tables_same(duck, sp, spark, case):
     make_table(duck, "sm_rand", ["x", "y", "s"], rows)
     duck.execute("CREATE OR REPLACE TABLE sm_rand AS SELECT CAST(x AS INTEGER) AS x, CAST(y AS VARCHAR) AS y, s "
                  "FROM sm_rand")
-    to_spark(duck, spark, "sm_rand")
+    spark_view(duck, spark, "sm_rand")
     same_check(duck, sp, "sm_rand", ["x", "y"], "s", k=k, l=2, t=0.5)
     results = []
     for eng in (duck, sp):

@@ -215,7 +215,9 @@ class Engine(abc.ABC):
         rows under the name ``relation``, and any other scratch table it names); return a scratch
         table of every result, whose columns are ``schema`` ("name TYPE, ..."). Engines with
         workers (Spark) implement it; see :attr:`fragment_rows`."""
-        raise NotImplementedError(f"{self.dialect} runs no per-group step")
+        from ..errors import NotAvailable
+
+        raise NotAvailable("a per-group step on workers (this engine has none; fragment_rows is 0)", self.dialect)
 
     @abc.abstractmethod
     def columns(self, relation: str) -> list[tuple[str, str]]:

@@ -214,17 +214,25 @@ def guard_target(eng: Engine, outs: Iterable[str], replace: bool, sources: Itera
 def _swap(eng: Engine, pairs: list[tuple[str, str]], as_view: bool = False,
           view: tuple[str, str] | None = None) -> None:
     """Put verified staging tables in place of their targets (tables or views; a view's rows live
-    in ``<out>__data``), all in one transaction: the old release stays until the new one is in.
+    in ``<out>__data``), all in one transaction: the old release stays until the new one is in (an
+    old table is renamed aside and dropped last, so an engine without transactional DDL puts it
+    back if a rename fails).
     ``view``: (name, select) of a view over the new tables, (re)created in the same transaction."""
     names = [t for _, out in pairs for t in (out, out + "__data")] + ([view[0]] if view else [])
     kinds = eng.relations(names)
+    aside: list[tuple[str, str]] = []  # (old table renamed aside, its name): dropped once every stage is in
     eng.execute("BEGIN TRANSACTION")
     try:
         if view and view[0] in kinds:
             eng.drop(view[0], view=kinds[view[0]] == "VIEW")
         for stage, out in pairs:
             data = out + "__data"
-            if out in kinds:
+            if out in kinds and kinds[out] != "VIEW" and not as_view:
+                # renamed aside, not dropped: an engine without transactional DDL (Spark) whose
+                # rename of the stage fails gets the old table back below
+                aside.append((stage + "_old", out))
+                eng.rename(out, aside[-1][0])
+            elif out in kinds:
                 eng.drop(out, view=kinds[out] == "VIEW")
             if data in kinds and (as_view or kinds.get(out) == "VIEW"):
                 eng.drop(data, view=kinds[data] == "VIEW")
@@ -235,9 +243,14 @@ def _swap(eng: Engine, pairs: list[tuple[str, str]], as_view: bool = False,
                 eng.rename(stage, out)
         if view:
             eng.execute(f"CREATE VIEW {ident(view[0])} AS {view[1]}")
+        for old, _ in aside:
+            eng.drop(old)
         eng.execute("COMMIT")
     except BaseException:
         eng.execute("ROLLBACK")
+        for old, out in aside:  # what a rollback did not undo
+            if eng.exists(old) and not eng.exists(out):
+                eng.rename(old, out)
         raise
 
 
