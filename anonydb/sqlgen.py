@@ -37,8 +37,17 @@ def _quoted(name: str, dialect: str) -> str:
     return exp.to_identifier(name, quoted=True).sql(dialect)
 
 
+class SQL(str):
+    """A SQL expression written by anonydb itself (never user text), which :func:`literal` passes
+    through: a template parameter that a table macro binds at call time (``k``, ``t_num``), not a
+    value inlined at render time."""
+
+
 def literal(value: Any, dialect: str = "duckdb") -> str:
-    """Render a Python value as a SQL literal (strings escaped, numbers exact)."""
+    """Render a Python value as a SQL literal (strings escaped, numbers exact); an :class:`SQL`
+    expression as itself."""
+    if isinstance(value, SQL):
+        return str(value)
     if value is None:
         return "NULL"
     if isinstance(value, bool):

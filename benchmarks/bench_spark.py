@@ -107,6 +107,7 @@ def spark_session(args):
     # a fresh warehouse and scratch per run: a warehouse folder left by an earlier session (which
     # this session's catalog does not know) makes saveAsTable fail with LOCATION_ALREADY_EXISTS
     Path(args.data_dir).mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the grouped step's workers need anonydb and DuckDB
     work = Path(tempfile.mkdtemp(prefix="spark-work-", dir=args.data_dir))
     args.work_dir = str(work)
     b = (SparkSession.builder.master(args.master).appName("anonydb-bench-spark")
@@ -540,7 +541,7 @@ def _rounds(kind: str, rounds: list[dict], per_group: dict, log: list, mark: int
     finish = [g for g in per_group if g.endswith(":finish")]
     if finish:
         out.append(dict(round="release, verification, utility", seconds=t_end - prev_t, statements=len(log) - prev_log,
-                        profile=where_time_goes(log[prev_log:]), **per_group[finish[0]]))
+                        profile=where_time_goes(log[prev_log:], top=10), **per_group[finish[0]]))
     return out
 
 
@@ -672,6 +673,9 @@ def main(argv=None) -> int:
                     help="the simulation's tables: local checkpoints without the plan's size estimate (default) "
                          "or plain local checkpoints, as SparkEngine makes scratch tables (planning time then "
                          "grows round after round)")
+    ap.add_argument("--fragment-rows", type=int, default=None,
+                    help="Mondrian: finish every open partition in one grouped step once the largest holds at most "
+                         "this many rows (default: the engine's, 1M; 0: whole-table rounds to the end)")
     ap.add_argument("--markdown", action="store_true", help="print the tables as a BENCHMARKS.md section")
     ap.add_argument("--json", default=None, help="save every number to this JSON file")
     args = ap.parse_args(argv)
@@ -699,6 +703,8 @@ def main(argv=None) -> int:
     start_s = time.perf_counter() - t0
     metrics = Metrics(spark, not args.no_ui)
     eng = SparkEngine(spark)
+    if args.fragment_rows is not None:
+        eng.fragment_rows = args.fragment_rows
     print(f"Spark {spark.version} session in {start_s:.1f} s; UI {spark.sparkContext.uiWebUrl}; metrics: "
           f"{metrics.method}", file=sys.stderr, flush=True)
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30

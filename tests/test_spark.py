@@ -120,3 +120,16 @@ def test_dialect_functions_run_on_spark(duck, eng, spark):
     order = "SELECT i FROM draws_spark WHERE i < 50 ORDER BY md5_number(CAST(i AS VARCHAR) || '{k}')"
     one, two = (eng.fetch_rows(order.format(k=k))[1] for k in ("a1b2", "c3d4"))
     assert sorted(one) == sorted(two) == [(i,) for i in range(50)] and one != two
+
+
+def test_worker_failure_is_one_line_naming_the_cause():
+    """A Python worker's error (here: a worker without anonydb) is reported by its own last line,
+    with what to do, not by the JVM's wrapper."""
+    from anonydb.engines.spark import _short
+
+    text = ("org.apache.spark.api.python.PythonException: [PYTHON_EXCEPTION] An exception was thrown from the "
+            "Python worker: Traceback (most recent call last):\n  File \"worker.py\", line 75, in read_command\n"
+            "    command = serializer.loads(file)\nModuleNotFoundError: No module named 'anonydb'\n SQLSTATE: 38000")
+    msg = _short(RuntimeError(text))
+    assert msg.startswith("a Spark worker failed: ModuleNotFoundError: No module named 'anonydb'")
+    assert "spark.pyspark.python" in msg and "\n" not in msg

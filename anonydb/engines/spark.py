@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -271,6 +272,13 @@ def _short(e: BaseException) -> str:
     java = getattr(e, "java_exception", None)
     text = str(java.getMessage()) if java is not None else str(e)
     lines = [x.strip() for x in text.splitlines() if x.strip() and not x.startswith("An error occurred while calling")]
+    if "Traceback (most recent call last)" in text:  # a worker's Python failed: its own last error line
+        raised = [x for x in lines if re.match(r"^[A-Za-z_.]*(Error|Exception|Interrupt)\b.*:", x)
+                  and not x.startswith(("org.apache", "PythonException", "pyspark.errors"))]
+        if raised:
+            hint = (" (the workers' Python must have anonydb, DuckDB and pyarrow: install them there, or point "
+                    "spark.pyspark.python at a Python that has them)") if "No module named" in raised[-1] else ""
+            return f"a Spark worker failed: {raised[-1]}{hint}"[:400]
     return (lines[0] if lines else type(e).__name__)[:400]
 
 

@@ -373,6 +373,11 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     tr.add_argument("--json", action="store_true", help="print the points as JSON")
 
+    q = sub.add_parser("sql", help="write anonydb's SQL script: the checks as DuckDB table macros, for `.read` in the "
+                                   "DuckDB CLI or any client, with no Python")
+    q.add_argument("--out", metavar="PATH", help="write the script here (default: print it)")
+    q.add_argument("--replace", action="store_true", help="replace PATH if it exists")
+
     d = sub.add_parser("demo", help="generate a synthetic census table in memory, generalize it and check it")
     d.add_argument("--rows", type=int, default=100_000, help="rows of the synthetic table (default 100000)")
     d.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
@@ -386,6 +391,17 @@ def _plan(args) -> int:
     from .jobs import plan_spec
 
     sys.stdout.write(plan_spec(args.spec, db=args.db, full=args.all))
+    return 0
+
+
+def _sql(args) -> int:
+    from ..sqlscript import script, write
+
+    if args.out is None:
+        sys.stdout.write(script())
+        return 0
+    path = write(args.out, replace=args.replace)
+    print(f"wrote {path}: install its macros with `.read {path}` in the DuckDB CLI")
     return 0
 
 
@@ -1076,4 +1092,5 @@ if __name__ == "__main__":  # pragma: no cover
 
 #: the subcommands and their handlers
 _COMMANDS = {"check": _check, "anonymize": _anonymize, "release": _release, "plan": _plan, "report": _report,
-             "audit": _audit, "evaluate": _evaluate, "tradeoff": _tradeoff, "demo": _demo}
+             "audit": _audit, "evaluate": _evaluate, "tradeoff": _tradeoff, "demo": _demo,
+             "sql": _sql}
