@@ -1,5 +1,7 @@
-"""The dbt example: `dbt build` passes on the release and fails on a violating model; the generic
-tests' SQL agrees with anonydb's checks."""
+"""The dbt example with the dbt_anonydb package installed from this repository (`dbt deps`):
+`dbt build` passes on the releases and fails on a violating model; the package's generalized release
+is verified independently and refused when too fine; the generic tests' SQL agrees with anonydb's
+checks."""
 
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ import anonydb
 from conftest import ROOT, make_table
 
 PROJECT = ROOT / "examples" / "dbt_project"
-GENERIC = PROJECT / "tests" / "generic"
+PACKAGE = ROOT / "dbt_anonydb"
+GENERIC = PACKAGE / "macros" / "generic_tests"
 
 
 def _dbt() -> str:
@@ -38,7 +41,11 @@ def _build(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     if not work.exists():
         shutil.copytree(PROJECT, work, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               ANONYDB_DBT_DATABASE=str(tmp_path / "example.duckdb"), DBT_SEND_ANONYMOUS_USAGE_STATS="false")
+               ANONYDB_DBT_DATABASE=str(tmp_path / "example.duckdb"), DBT_SEND_ANONYMOUS_USAGE_STATS="false",
+               DBT_ANONYDB_PATH=str(PACKAGE))
+    if not (work / "dbt_packages").exists():  # the package, installed as a user's project installs it
+        deps = subprocess.run([_dbt(), "deps"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+        assert deps.returncode == 0, deps.stdout[-3000:] + deps.stderr[-3000:]
     return subprocess.run([_dbt(), "build", "--profiles-dir", ".", *extra], cwd=work, env=env, capture_output=True,
                           text=True, timeout=600)
 
@@ -46,7 +53,7 @@ def _build(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
 def test_dbt_build_passes_then_fails_on_a_violating_model(tmp_path):
     r = _build(tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "PASS=5 WARN=0 ERROR=0" in r.stdout
+    assert "PASS=10 WARN=0 ERROR=0" in r.stdout
     con = duckdb.connect(str(tmp_path / "example.duckdb"), read_only=True)
     try:
         n, k, l = con.execute("SELECT sum(n), min(n), min(d) FROM (SELECT count(*) n, count(DISTINCT occupation) d "
@@ -58,8 +65,40 @@ def test_dbt_build_passes_then_fails_on_a_violating_model(tmp_path):
         con.close()
     r = _build(tmp_path, "--vars", "{include_violation: true}")
     assert r.returncode != 0
-    assert "Failure in test k_anonymous_census_raw_exposed" in r.stdout
+    assert "Failure in test dbt_anonydb_k_anonymous_census_raw_exposed" in r.stdout
     assert "ERROR=1" in r.stdout  # only the raw model's test fails; the release's tests pass
+
+
+def test_package_release_is_verified_and_refused_when_too_fine(tmp_path):
+    """dbt_anonydb.generalized_release: the published columns are the listed ones, every row is
+    there, anonydb.check finds k >= 5 and l >= 2 and the labels are the hierarchy's; a release too
+    fine for k = 5 stops with one line and leaves no table."""
+    r = _build(tmp_path, "--select", "census", "hier_age", "hier_zip", "census_generalized")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    con = duckdb.connect(str(tmp_path / "example.duckdb"))
+    try:
+        cols = [c[0] for c in con.execute("DESCRIBE census_generalized").fetchall()]
+        assert cols == ["age", "sex", "zip", "occupation"]
+        rep = anonydb.check("census_generalized", ["age", "sex", "zip"], "occupation", engine=con, k=5, l=2)
+        assert rep.holds and rep.rows == 3000
+        # each released label is the source row's ancestor: age band and zip's first digit
+        assert con.execute("""
+            SELECT count(*) FROM (SELECT age, zip, count(*) n FROM census_generalized GROUP BY ALL) g
+            FULL JOIN (SELECT CASE WHEN age < 40 THEN '<40' WHEN age < 60 THEN '40-59' ELSE '60+' END AS age,
+                              substr(CAST(zip AS VARCHAR), 1, 1) || '****' AS zip, count(*) n FROM census GROUP BY ALL) s
+            USING (age, zip) WHERE g.n IS DISTINCT FROM s.n""").fetchone()[0] == 0
+    finally:
+        con.close()
+    r = _build(tmp_path, "--select", "census_generalized_unsafe", "--vars", "{include_unsafe_release: true}")
+    assert r.returncode != 0
+    lines = [x for x in r.stdout.splitlines() if "anonydb: " in x]
+    assert len(lines) == 1 and "anonydb: the release is not 5-anonymous:" in lines[0], r.stdout[-2000:]
+    con = duckdb.connect(str(tmp_path / "example.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM information_schema.tables "
+                           "WHERE table_name LIKE 'census_generalized_unsafe%'").fetchone()[0] == 0
+    finally:
+        con.close()
 
 
 def _generic(name: str):

@@ -27,7 +27,7 @@ import pytest
 import anonydb
 
 from conftest import ROOT, make_table
-from test_dbt import _dbt, _generic
+from test_dbt import PACKAGE, _dbt, _generic
 from test_postgres import copy_to_pg
 
 from anonydb.engines import connect_postgres  # noqa: E402
@@ -64,7 +64,10 @@ def project(pg_url, tmp_path_factory):  # noqa: F811
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
                ANONYDB_PG_HOST=u.hostname, ANONYDB_PG_PORT=str(u.port), ANONYDB_PG_USER=u.username,
                ANONYDB_PG_PASSWORD="", ANONYDB_PG_DBNAME=u.path.lstrip("/"), ANONYDB_PG_SCHEMA=SCHEMA,
-               ANONYDB_PG_SOURCE_SCHEMA="anonydb", DBT_SEND_ANONYMOUS_USAGE_STATS="false")
+               ANONYDB_PG_SOURCE_SCHEMA="anonydb", DBT_SEND_ANONYMOUS_USAGE_STATS="false",
+               DBT_ANONYDB_PATH=str(PACKAGE))
+    deps = subprocess.run([exe, "deps"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert deps.returncode == 0, deps.stdout[-3000:] + deps.stderr[-3000:]
 
     def dbt(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([exe, *args, "--profiles-dir", "../dbt_project", "--target", "postgres"], cwd=work,
@@ -105,10 +108,10 @@ def test_dbt_build_passes_on_the_release_then_fails_on_a_violating_model(project
     work, dbt = project
     r = dbt("build")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "PASS=4 WARN=0 ERROR=0" in r.stdout
+    assert "PASS=9 WARN=0 ERROR=0" in r.stdout
     assert "target='postgres'" in r.stdout
     got = _failures(work)
-    assert sorted(got.values()) == [("pass", 0)] * 3, got
+    assert sorted(got.values()) == [("pass", 0)] * 5, got
     rep = _check(pg, "census_release", k=5, l=3, t=0.35)
     assert rep.holds and all(v.violating_groups == 0 for v in rep.verdicts), rep.format()
     n, k, l = pg.con.execute(f"SELECT sum(n), min(n), min(d) FROM (SELECT count(*) n, count(DISTINCT occupation) d "
@@ -120,9 +123,9 @@ def test_dbt_build_passes_on_the_release_then_fails_on_a_violating_model(project
 
     r = dbt("build", "--vars", "{include_violation: true}")
     assert r.returncode != 0
-    assert "Failure in test k_anonymous_census_raw_exposed" in r.stdout
+    assert "Failure in test dbt_anonydb_k_anonymous_census_raw_exposed" in r.stdout
     assert "ERROR=1" in r.stdout  # only the raw model's test fails; the release's tests pass
-    status, failing = _one(_failures(work), "k_anonymous_census_raw_exposed")
+    status, failing = _one(_failures(work), "dbt_anonydb_k_anonymous_census_raw_exposed")
     assert status == "fail"
     assert failing == _check(pg, "census_raw_exposed", k=5)["k-anonymity"].violating_groups > 0
 
@@ -138,9 +141,9 @@ def test_dbt_failing_rows_agree_with_the_checks_on_the_violating_model(project, 
     doc = yaml.safe_load(original)
     raw = next(m for m in doc["models"] if m["name"] == "census_raw_exposed")
     args = dict(quasi_identifiers=QIS, sensitive="occupation")
-    raw["data_tests"] += [{"l_diverse": {"arguments": dict(args, l=3)}},
-                          {"t_close": {"arguments": dict(args, t=0.35)}},
-                          {"t_close": {"arguments": dict(args, t=0.35, distance="ordered")}}]
+    raw["data_tests"] += [{"dbt_anonydb.l_diverse": {"arguments": dict(args, l=3)}},
+                          {"dbt_anonydb.t_close": {"arguments": dict(args, t=0.35)}},
+                          {"dbt_anonydb.t_close": {"arguments": dict(args, t=0.35, distance="ordered")}}]
     schema.write_text(yaml.safe_dump(doc, sort_keys=False))
     try:
         r = dbt("build", "--vars", "{include_violation: true}", "--select", "census_raw_exposed")
@@ -150,11 +153,11 @@ def test_dbt_failing_rows_agree_with_the_checks_on_the_violating_model(project, 
     assert "ERROR=4" in r.stdout, r.stdout[-3000:]
     got = _failures(work)
     want = {
-        "k_anonymous_census_raw_exposed": _check(pg, "census_raw_exposed", k=5)["k-anonymity"],
-        "l_diverse_census_raw_exposed": _check(pg, "census_raw_exposed", l=3)["l-diversity"],
-        "t_close_census_raw_exposed_age__sex__zip__education__occupation__0_35":
+        "dbt_anonydb_k_anonymous_census_raw_exposed": _check(pg, "census_raw_exposed", k=5)["k-anonymity"],
+        "dbt_anonydb_l_diverse_census_raw_exposed": _check(pg, "census_raw_exposed", l=3)["l-diversity"],
+        "dbt_anonydb_t_close_census_raw_exposed_age__sex__zip__education__occupation__0_35":
             _check(pg, "census_raw_exposed", t=0.35, distance="equal")["t-closeness"],
-        "t_close_census_raw_exposed_ordered__age__sex__zip__education__occupation__0_35":
+        "dbt_anonydb_t_close_census_raw_exposed_ordered__age__sex__zip__education__occupation__0_35":
             _check(pg, "census_raw_exposed", t=0.35, distance="ordered")["t-closeness"],
     }
     for prefix, verdict in want.items():
@@ -193,3 +196,27 @@ def test_generic_tests_agree_with_the_checks_on_postgres(engine, pg, seed):
             below = _generic("t_close")(model="t", quasi_identifiers=qis, sensitive="s", t=float(want) - 1e-6,
                                         distance=distance)
             assert con.execute(below).fetchall()
+
+
+def test_package_release_on_postgres_is_verified_and_refused_when_too_fine(project, pg):
+    """dbt_anonydb.generalized_release built by PostgreSQL: only the listed columns, every row,
+    k >= 5 and l >= 2 by anonydb.check; too fine for k = 5, it stops with one line and no table."""
+    work, dbt = project
+    r = dbt("build", "--select", "hier_age", "hier_zip", "census_generalized")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    cols = [c[0] for c in pg.con.execute(
+        f"SELECT column_name FROM information_schema.columns WHERE table_schema = '{SCHEMA}' "
+        f"AND table_name = 'census_generalized' ORDER BY ordinal_position")]
+    assert cols == ["age", "sex", "zip", "occupation"]
+    pg.con.execute(f"SET search_path TO {SCHEMA}")
+    try:
+        rep = anonydb.check("census_generalized", ["age", "sex", "zip"], "occupation", engine=pg, k=5, l=2)
+    finally:
+        pg.con.execute("SET search_path TO public")
+    assert rep.holds and rep.rows == 3000
+    r = dbt("build", "--select", "census_generalized_unsafe", "--vars", "{include_unsafe_release: true}")
+    assert r.returncode != 0
+    lines = [x for x in r.stdout.splitlines() if "anonydb: " in x]
+    assert len(lines) == 1 and "anonydb: the release is not 5-anonymous:" in lines[0], r.stdout[-2000:]
+    assert pg.con.execute(f"SELECT count(*) FROM information_schema.tables WHERE table_schema = '{SCHEMA}' "
+                          f"AND table_name LIKE 'census_generalized_unsafe%'").fetchone()[0] == 0

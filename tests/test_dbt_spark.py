@@ -76,7 +76,10 @@ def project(tmp_path_factory):
         shutil.copytree(EXAMPLES / name, root / "examples" / name,
                         ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
     work = root / "examples" / "dbt_project_spark"
-    env = dict(os.environ, ANONYDB_SPARK_DIR=str(root / "spark"), DBT_SEND_ANONYMOUS_USAGE_STATS="false")
+    env = dict(os.environ, ANONYDB_SPARK_DIR=str(root / "spark"), DBT_SEND_ANONYMOUS_USAGE_STATS="false",
+               DBT_ANONYDB_PATH=str(ROOT / "dbt_anonydb"))
+    deps = subprocess.run([exe, "deps"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert deps.returncode == 0, deps.stdout[-3000:] + deps.stderr[-3000:]
 
     def dbt(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([exe, *args, "--profiles-dir", "."], cwd=work, env=env, capture_output=True,
@@ -104,9 +107,9 @@ def test_dbt_spark_build_passes_and_agrees_with_the_checks(project, duck):
     work, warehouse, dbt, r = project
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "Registered adapter: spark=" in r.stdout
-    assert "PASS=5 WARN=0 ERROR=0" in r.stdout  # 2 models, 3 tests
+    assert "PASS=10 WARN=0 ERROR=0" in r.stdout  # 5 models, 5 tests
     got = _results(work)
-    assert sorted(got.values()) == [("pass", 0)] * 3, got
+    assert sorted(got.values()) == [("pass", 0)] * 5, got
     assert not (work / "metastore_db").exists() and not (work / "derby.log").exists()  # all under ANONYDB_SPARK_DIR
 
     release = _load(duck, warehouse, "census_release")
@@ -159,7 +162,7 @@ def test_dbt_spark_build_fails_on_a_violating_model_and_the_failing_rows_agree(p
         spec = {"name": name, "arguments": dict({"quasi_identifiers": qis}, **arguments)}
         if warn:
             spec["config"] = {"severity": "warn"}
-        return {generic: spec}
+        return {"dbt_anonydb." + generic: spec}
 
     below = 1e-6
     added = {
@@ -195,7 +198,7 @@ def test_dbt_spark_build_fails_on_a_violating_model_and_the_failing_rows_agree(p
         schema.write_text(original)
         sample.unlink()
     assert r.returncode != 0
-    assert "Failure in test k_anonymous_census_raw_exposed" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "Failure in test dbt_anonydb_k_anonymous_census_raw_exposed" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
 
     raw = _load(duck, warehouse, "census_raw_exposed")
     nulls = _load(duck, warehouse, "nulls_sample")
@@ -208,7 +211,7 @@ def test_dbt_spark_build_fails_on_a_violating_model_and_the_failing_rows_agree(p
         return verdicts[0].violating_groups
 
     want = {
-        "k_anonymous_census_raw_exposed": ("fail", groups(raw, k=5)),
+        "dbt_anonydb_k_anonymous_census_raw_exposed": ("fail", groups(raw, k=5)),
         "raw_l": ("warn", groups(raw, l=3)),
         "release_k_at": ("pass", 0),
         "release_k_above": ("warn", groups(release, k=k0 + 1)),
@@ -216,9 +219,11 @@ def test_dbt_spark_build_fails_on_a_violating_model_and_the_failing_rows_agree(p
         "release_l_above": ("warn", groups(release, l=l0 + 1)),
         "release_t_at": ("pass", 0),
         "release_t_below": ("warn", groups(release, t=float(t0) - below, distance="equal")),
-        "k_anonymous_census_release": ("pass", 0),
-        "l_diverse_census_release": ("pass", 0),
-        "t_close_census_release": ("pass", 0),
+        "dbt_anonydb_k_anonymous_census_release": ("pass", 0),
+        "dbt_anonydb_l_diverse_census_release": ("pass", 0),
+        "dbt_anonydb_t_close_census_release": ("pass", 0),
+        "dbt_anonydb_k_anonymous_census_generalized": ("pass", 0),
+        "dbt_anonydb_l_diverse_census_generalized": ("pass", 0),
         "nulls_k": ("warn", groups(nulls, nq, "s", k=4)),
         "nulls_l": ("warn", groups(nulls, nq, "s", l=3)),
         "nulls_t_equal": ("warn", groups(nulls, nq, "s", t=0.2, distance="equal")),
@@ -232,5 +237,18 @@ def test_dbt_spark_build_fails_on_a_violating_model_and_the_failing_rows_agree(p
             assert count > 0, prefix
         assert _one(got, prefix) == (status, count), (prefix, got)
     statuses = [s for s, _ in want.values()]
-    # 4 models pass; the raw model's k_anonymous is the one error
-    assert f"PASS={4 + statuses.count('pass')} WARN={statuses.count('warn')} ERROR=1 " in r.stdout, r.stdout[-3000:]
+    # 7 models pass; the raw model's k_anonymous is the one error
+    assert f"PASS={7 + statuses.count('pass')} WARN={statuses.count('warn')} ERROR=1 " in r.stdout, r.stdout[-3000:]
+
+
+def test_dbt_spark_package_release_is_verified(project, duck):
+    """dbt_anonydb.generalized_release built by Spark: only the listed columns, every row, and
+    anonydb.check finds k >= 5 and l >= 2 on what Spark wrote."""
+    work, warehouse, dbt, r = project
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    rel = _load(duck, warehouse, "census_generalized")
+    cols = [c[0] for c in duck.con.execute(f"DESCRIBE {rel}").fetchall()]
+    assert cols == ["age", "sex", "zip", "occupation"]
+    rep = anonydb.check(rel, ["age", "sex", "zip"], "occupation", engine=duck, k=5, l=2)
+    assert rep.holds and rep.rows == 3000
+    assert {a for (a,) in duck.con.execute(f"SELECT DISTINCT age FROM {rel}").fetchall()} <= {"<40", "40-59", "60+"}
