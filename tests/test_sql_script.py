@@ -224,3 +224,74 @@ def test_random_tables_equal_python(script_file, tmp_path_factory, data):
     for case in CASES:
         v, key = _expected(db, "r", ["a", "b"], "s", case, None)
         _compare(got[case[0]], v, key)
+
+
+GEN_QIS = ["age", "sex", "education", "marital-status"]
+
+
+@pytest.mark.parametrize("levels", [[3, 0, 2, 0], [2, 0, 1, 1], [4, 0, 3, 0]])
+def test_generalize_equals_python_and_refuses_at_k_plus_one(script_file, tmp_path, levels):
+    """anonydb_generalize in the CLI: the same rows (as a multiset) as anonydb.generalize in Python
+    with the same hierarchies and levels, only the listed columns; at the achieved k and l it
+    releases, at k + 1 (or l + 1) it stops with one line and creates no table."""
+    adult = need_shared() / "adult"
+    names = {"age": "h_age", "education": "h_edu", "marital-status": "h_mar"}
+    files = {"age": "adult_hierarchy_age.csv", "education": "adult_hierarchy_education.csv",
+             "marital-status": "adult_hierarchy_marital-status.csv"}
+    H = {q: EnumeratedHierarchy.from_arx(adult / f) for q, f in files.items()}
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE adult AS FROM read_csv({literal(str(adult / 'adult.csv'))})")
+    anonydb.generalize(anonydb.connect(con), "adult", dict(zip(GEN_QIS, levels)), H, out="py",
+                       keep=GEN_QIS + ["occupation", "salary-class"])
+    rep = anonydb.check("py", GEN_QIS, "occupation", engine=con, k=1, l=1)
+    k, l = rep["k-anonymity"].achieved["k"], rep["l-diversity"].achieved["l"]
+    want = con.execute("SELECT " + ", ".join(f'"{c}"' for c in GEN_QIS + ["occupation", "salary-class"])
+                       + " FROM py").fetchall()
+    con.close()
+
+    hier = "[" + ", ".join(literal(names[q]) if q in names else "NULL" for q in GEN_QIS) + "]"
+    qis = "[" + ", ".join(literal(q) for q in GEN_QIS) + "]"
+
+    def call(kk, ll):
+        return (f"anonydb_generalize('adult', {qis}, {hier}, {levels}, sa := 'occupation', "
+                f"keep := ['salary-class'], k := {kk}, l := {ll})")
+
+    db = tmp_path / "g.duckdb"
+    loads = "\n".join(f"CREATE TABLE {names[q]} AS FROM anonydb_hierarchy({literal(str(adult / files[q]))});"
+                      for q in files)
+    run_cli(db, f".read {script_file}\nCREATE TABLE adult AS FROM read_csv({literal(str(adult / 'adult.csv'))});\n"
+                f"{loads}\nCREATE TABLE rel AS FROM {call(k, l)};\n")
+    for kk, ll, msg in ((k + 1, l, f"anonydb: the release is not {k + 1}-anonymous:"),
+                        (k, l + 1, f"anonydb: the release is not distinct {l + 1}-diverse:")):
+        r = run_cli(db, f".read {script_file}\nCREATE TABLE bad AS FROM {call(kk, ll)};\n", check=False)
+        assert r.returncode != 0 and r.stderr.strip().count("\n") == 0 and msg in r.stderr, r.stderr
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert [c[0] for c in con.execute("DESCRIBE rel").fetchall()] == GEN_QIS + ["occupation", "salary-class"]
+        got = con.execute("SELECT * FROM rel").fetchall()
+        assert con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'bad'").fetchone()[0] == 0
+    finally:
+        con.close()
+    key = lambda r: tuple((v is None, str(v)) for v in r)  # noqa: E731
+    assert sorted(got, key=key) == sorted(want, key=key)
+    assert got != want or len(got) < 2  # the rows are shuffled, not in the source's order
+
+
+@pytest.mark.parametrize("call, message", [
+    ("anonydb_generalize('t', ['a', 'zz'], ['h', NULL], [1, 0])", "anonydb: unknown column zz in t"),
+    ("anonydb_generalize('t', ['a'], ['h'], [1], sa := 'nope')", "anonydb: unknown column nope in t"),
+    ("anonydb_generalize('t', ['a'], ['h'], [1], k := 0)", "anonydb: k must be an integer >= 1, got 0"),
+    ("anonydb_generalize('t', ['a'], ['h'], [3])", "anonydb: level 3 of a is above the root of h"),
+    ("anonydb_generalize('t', ['a'], [NULL], [1])", "anonydb: a level above 0 is given for a, which has no hierarchy"),
+    ("anonydb_generalize('t', ['s'], ['h'], [1])", "anonydb: the hierarchy h does not cover s = z"),
+    ("anonydb_generalize('t', ['a'], ['h', NULL], [1])", "anonydb: qis, hierarchies and levels must have the same length"),
+    ("anonydb_generalize('t', ['a'], ['h'], [1], l := 2)", "anonydb: l-diversity needs the sensitive attribute"),
+    ("anonydb_generalize('t', ['a'], ['h'], [1], k := 4)", "anonydb: the release is not 4-anonymous: 1 classes are smaller (the smallest has 3 rows)"),
+])
+def test_generalize_bad_arguments_one_line(script_file, call, message):
+    sql = (f".read {script_file}\nCREATE TABLE t AS SELECT * FROM (VALUES ('x', 'x'), ('y', 'y'), ('y', 'z')) v(a, s);\n"
+           "CREATE TABLE h AS SELECT * FROM (VALUES ('x', 'xy', '*'), ('y', 'xy', '*')) v(c0, c1, c2);\n"
+           f"CREATE TABLE out AS FROM {call};\n")
+    r = run_cli(None, sql, check=False)
+    err = r.stderr.strip()
+    assert r.returncode != 0 and err.count("\n") == 0 and message in err, err
