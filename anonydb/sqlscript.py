@@ -192,7 +192,8 @@ def script() -> str:
     from importlib import resources
 
     release = resources.files("anonydb.sql").joinpath("script_generalize.sql").read_text(encoding="utf-8")
-    return head + HIERARCHY_MACRO + "\n" + "\n".join(_macro(c) for c in _checks()) + "\n" + release
+    return (head + HIERARCHY_MACRO + "\n" + "\n".join(_macro(c) for c in _checks()) + "\n" + release + "\n"
+            + _mondrian_macro())
 
 
 def _version() -> str:
@@ -213,3 +214,207 @@ def write(path: str | Path, replace: bool = False) -> Path:
     tmp.write_text(script(), encoding="utf-8")
     tmp.replace(p)
     return p
+
+
+# -- Mondrian as one statement -------------------------------------------------------------------
+#: the most quasi-identifiers anonydb_mondrian takes: the script holds the plan for this many, and a
+#: call with fewer fills the rest with a constant (a span of 0: never cut, never published)
+MONDRIAN_MAX_QIS = 10
+#: the types Mondrian cuts on their values (anonydb.schema.kind_of_type: numeric; dates on epoch seconds)
+_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+            "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE")
+_DATES = ("DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS")
+
+
+class _Range(SQL):
+    """A QI's global code range inside the plan: a scalar subquery, and positive at render time (a
+    range of 0 gives a NULL span at run time, which no cut takes, as the span 0.0 of the Python
+    plan)."""
+
+    def __gt__(self, other):
+        return True
+
+
+def _kind_case(v: str, numeric: str, date: str, other: str) -> str:
+    """An expression by the kind of ``v``'s SQL type (anonydb_kind: typeof() of a column is a
+    constant, folded away)."""
+    return f"CASE anonydb_kind({v}) WHEN 'numeric' THEN {numeric} WHEN 'date' THEN {date} ELSE {other} END"
+
+
+def _mondrian_statement(with_sa: bool, d: int = MONDRIAN_MAX_QIS) -> str:
+    """The Python Mondrian's one-statement plan (mondrian_recursive.sql.j2 with the models' own
+    verdicts: k, distinct l and equal-EMD t) for ``d`` QIs, then the release: a label per class
+    (numeric and date QIs [lo, hi], others the sorted set of values), eq_class, the sensitive and
+    kept columns, checked again over every published column but the sensitive one (error() unless
+    every class meets the models), in random order.
+    Tokens the macro replaces: __ADB_SRC__, __ADB_SRCTEXT__, __ADB_COLS__, __ADB_SA__, __ADB_KEEP__,
+    __ADB_KEEPORDER__, __ADB_HASKEEP__, __ADB_KEEPNAMES__, __ADB_LABELS__, __ADB_SANAME__, __ADB_WANTED__, __ADB_K__, __ADB_L__, __ADB_T__. Every QI is
+    coded as the Python plan codes it: a numeric one by its value, a date by epoch seconds, any other
+    by its rank in value order (NULL last); strict cuts, no hierarchies (categorical="order")."""
+    from types import SimpleNamespace
+
+    # the QI records the Mondrian templates read (methods.mondrian keeps its own; every one coded numeric here)
+    qis = [SimpleNamespace(column=f"_adb_q{i}", kind="numeric", dict=None, hier=False, hierarchy=None, card=0,
+                           range=_Range(f"(SELECT _adb_r{i} FROM _adb_ranges)")) for i in range(d)]
+    k, l, t = SQL("__ADB_K__"), SQL("__ADB_L__"), SQL("__ADB_T__")
+    keys = ["_adb_pid", "_adb_dim", "_adb_side"]
+    groups = "_adb_groups" if with_sa else "_adb_split"
+    parts = [_T.render("model_k_anonymity.sql.j2", keys=keys, groups=groups, k=k).sql]
+    if with_sa:
+        parts.append(_T.render("model_l_diversity.sql.j2", keys=keys, groups=groups, cells="_adb_split",
+                               variant="distinct", l=l, l_num=1, l_den=1, c_num=1, c_den=1).sql)
+        emd = _T.render("emd_equal.sql.j2", keys=keys, qkeys=[], pcols=keys, p_rel="_adb_split", q_rel="_adb_glob",
+                        sizes=groups, exact=None, sa_nulls=True).sql
+        parts.append(_T.render("model_threshold.sql.j2", keys=keys, inner=emd, t_num=_num(t), t_den=SCALE).sql)
+    kk = ", ".join(keys)
+    union = " UNION ALL ".join(f"SELECT {kk}, _adb_ok FROM ({p}) AS v" for p in parts)
+    ok = f"SELECT {kk}, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM ({union}) AS u GROUP BY ALL"
+    groups_sql = _T.render("check_groups.sql.j2", keys=keys, cells="_adb_split").sql if with_sa else None
+    min_cut = _Range(f"(2 * greatest({k}, {l if with_sa else 1}))")
+    rounds = _T.render("mondrian_recursive.sql.j2", work="_adb_work", ok=ok, groups_sql=groups_sql, try_all_dims=True,
+                       from_rows=False, with_qid=False, qis=qis, hq=None, sensitive="_adb_sa" if with_sa else None,
+                       relaxed=False, min_cut=min_cut).sql
+    q = range(d)
+    code = [_kind_case(f"b._adb_q{i}", f"TRY_CAST(CAST(b._adb_q{i} AS VARCHAR) AS DOUBLE)",
+                       f"CAST(epoch(TRY_CAST(CAST(b._adb_q{i} AS VARCHAR) AS TIMESTAMP)) AS DOUBLE)",
+                       f"CAST(dense_rank() OVER (ORDER BY b._adb_q{i} NULLS LAST) - 1 AS DOUBLE)") for i in q]
+    labels = []
+    for i in q:
+        rng = (f"CASE WHEN min(j._adb_q{i}) = max(j._adb_q{i}) THEN CAST(min(j._adb_q{i}) AS VARCHAR) "
+               f"ELSE '[' || CAST(min(j._adb_q{i}) AS VARCHAR) || ', ' || CAST(max(j._adb_q{i}) AS VARCHAR) || ']' END")
+        vals = f"list(DISTINCT coalesce(CAST(j._adb_q{i} AS VARCHAR), 'NULL'))"
+        sets = (f"CASE WHEN len({vals}) = 1 THEN {vals}[1] "
+                f"ELSE '{{' || array_to_string(list_sort({vals}), ', ') || '}}' END")
+        labels.append(_kind_case(f"any_value(j._adb_q{i})", rng, rng, sets) + f" AS _adb_label{i}")
+    sa = ", __ADB_SA__ AS _adb_sa" if with_sa else ""
+    lsql = "count(DISTINCT _adb_sa) + max(CASE WHEN _adb_sa IS NULL THEN 1 ELSE 0 END)" if with_sa else "1"
+    verify = ""
+    if with_sa:
+        emd_rel = _T.render("emd_equal.sql.j2", keys=["_adb_cls"], qkeys=[], pcols=["_adb_cls"], p_rel="_adb_rc",
+                            q_rel="_adb_glob", sizes=None, exact=None, sa_nulls=True).sql
+        verify = (f", _adb_rc AS (SELECT _adb_vk AS _adb_cls, _adb_sa, count(*) AS _adb_cnt FROM _adb_rel GROUP BY ALL), "
+                  f"_adb_emd AS ({emd_rel}), _adb_rv AS (SELECT coalesce(bool_and(CAST(_adb_num AS HUGEINT) * {SCALE} "
+                  f"<= CAST(_adb_den AS HUGEINT) * {_num(t)}), TRUE) AS t_ok FROM _adb_emd)")
+    nulls = " + ".join(f"CASE anonydb_kind(any_value(b0._adb_q{i})) WHEN 'other' THEN 0 ELSE "
+                       f"count(*) FILTER (WHERE b0._adb_q{i} IS NULL) END" for i in q)
+    qcols = ", ".join(f"_adb_q{i}" for i in q)
+    l_root = ("WHEN r.d < __ADB_L__ THEN error('anonydb: infeasible: the whole table has ' || r.d || ' distinct "
+              "values of the sensitive attribute, fewer than l = __ADB_L__')") if with_sa else ""
+    return f"""WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__{sa}__ADB_KEEP__
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           {', '.join(f'{code[i]} AS _adb_c{i}' for i in q)}{', b._adb_sa' if with_sa else ''}
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT {', '.join(f'max(_adb_c{i}) - min(_adb_c{i}) AS _adb_r{i}' for i in q)} FROM _adb_work
+), _adb_glob AS (
+    SELECT {'_adb_sa, ' if with_sa else ''}count(*) AS _adb_cnt FROM _adb_work{' GROUP BY _adb_sa' if with_sa else ''}
+), _adb_root AS (
+    SELECT count(*) AS n, {lsql.replace('_adb_sa', 'b0._adb_sa') if with_sa else '1'} AS d, {nulls} AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error('anonydb: unknown column ' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || ' in ' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error('anonydb: a numeric or date quasi-identifier has ' || r.nulls
+                                    || ' NULL values; Mondrian cuts on values, so fill or drop them')
+        WHEN r.n < __ADB_K__ THEN error('anonydb: infeasible: the whole table of ' || r.n || ' rows is smaller than k = __ADB_K__')
+        {l_root}
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+{rounds}
+), _adb_j AS (
+    SELECT a._adb_pid, b.* FROM _adb_b AS b JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid
+), _adb_box AS (
+    SELECT j._adb_pid, {', '.join(labels)} FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY {', '.join(f'_adb_label{i}' for i in q)}) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, {qcols}),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(*) AS n, {lsql} AS d FROM _adb_rel GROUP BY _adb_vk)
+){verify}, _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check's own error() is raised first
+                WHEN v.k_worst < __ADB_K__ {"OR v.l_worst < __ADB_L__ OR NOT e.t_ok " if with_sa else ''}
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN 'anonydb: the kept column(s) ' || __ADB_KEEPNAMES__ || ' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned'
+                                ELSE 'anonydb: internal error: the release does not meet its models; nothing is returned' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v{', _adb_rv AS e' if with_sa else ''}
+)
+SELECT x.* EXCLUDE (_adb_vk{', _adb_sa), x._adb_sa AS __ADB_SANAME__' if with_sa else ')'}
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()"""
+
+
+def _mondrian_macro() -> str:
+    """anonydb_kind and anonydb_mondrian: the guards on the arguments, then one of the two plans
+    (with and without a sensitive attribute) with its tokens replaced by the arguments, every name
+    quoted."""
+    D = MONDRIAN_MAX_QIS
+    nums = ", ".join(f"'{x}'" for x in _NUMERIC)
+    dates = ", ".join(f"'{x}'" for x in _DATES)
+
+    def plan(with_sa: bool) -> str:
+        return "'" + _mondrian_statement(with_sa).replace("'", "''") + "'"
+
+    tokens = [
+        ("__ADB_COLS__", f"array_to_string(list_transform(range({D}), lambda i: CASE WHEN i < len(qis) "
+                         "THEN anonydb_col(qis[i + 1]) ELSE '0' END || ' AS _adb_q' || i), ', ')"),
+        ("__ADB_LABELS__", "array_to_string(list_transform(range(len(qis)), lambda i: 'c._adb_label' || i || ' AS ' "
+                           "|| anonydb_ident(qis[i + 1])), ', ')"),
+        ("__ADB_KEEP__", "array_to_string(list_transform(CAST(keep AS VARCHAR[]), lambda c: ', ' || anonydb_col(c) "
+                         "|| ' AS ' || anonydb_ident(c)), '')"),
+        ("__ADB_WANTED__", "anonydb_texts(CAST(qis AS VARCHAR[]) || CAST(keep AS VARCHAR[]) || "
+                           "CASE WHEN sa IS NULL THEN []::VARCHAR[] ELSE [CAST(sa AS VARCHAR)] END)"),
+        ("__ADB_KEEPORDER__", "array_to_string(list_transform(CAST(keep AS VARCHAR[]), lambda c: ', j.' "
+                              "|| anonydb_ident(c)), '')"),
+        ("__ADB_HASKEEP__", "CASE WHEN len(keep) > 0 THEN 'TRUE' ELSE 'FALSE' END"),
+        ("__ADB_KEEPNAMES__", "anonydb_text(array_to_string(CAST(keep AS VARCHAR[]), ', '))"),
+        ("__ADB_SRCTEXT__", "anonydb_text(tbl)"),
+        ("__ADB_SRC__", "anonydb_ident(tbl)"),
+        ("__ADB_SANAME__", "coalesce(anonydb_ident(sa), '')"),
+        ("__ADB_SA__", "coalesce(anonydb_col(sa), '')"),
+        ("__ADB_K__", "CAST(k AS VARCHAR)"),
+        ("__ADB_L__", "CAST(coalesce(l, 1) AS VARCHAR)"),
+        ("__ADB_T__", "CAST(coalesce(t, 1) AS VARCHAR)"),
+    ]
+    body = f"CASE WHEN sa IS NULL THEN {plan(False)} ELSE {plan(True)} END"
+    for token, value in tokens:
+        body = f"replace({body}, '{token}', {value})"
+    head = f"""-- the kind of a value's SQL type, as Mondrian codes it: 'numeric' (its value), 'date' (epoch
+-- seconds) or 'other' (its rank in value order); typeof() of a column is a constant
+CREATE OR REPLACE MACRO anonydb_kind(x) AS
+    CASE WHEN typeof(x) IN ({nums}) OR typeof(x) LIKE 'DECIMAL%' THEN 'numeric'
+         WHEN typeof(x) IN ({dates}) THEN 'date' ELSE 'other' END;
+
+-- anonydb_mondrian(tbl, qis, sa := NULL, k := 1, l := NULL, t := NULL, keep := []) [LeFevre et al.
+-- 2006; Li thesis 5.1]: Mondrian's strict median cuts, every round in one recursive statement (the
+-- plan anonydb's Python Mondrian runs, with the same verdicts: k-anonymity, distinct l-diversity,
+-- t-closeness with equal EMD); the QIs generalized to each class's range ([lo, hi]) or value set
+-- ({{a, b}}), eq_class, the sensitive and `keep` columns unchanged, nothing else, in random order;
+-- checked again on the release (error() otherwise). At most {D} QIs; categorical values are cut in
+-- value order (no hierarchies). Example:
+--   CREATE TABLE rel AS FROM anonydb_mondrian('adult', ['age', 'sex', 'race'], 'occupation', k := 10, l := 3, t := 0.2);
+"""
+    guards = [
+        ("len(qis) = 0", "'anonydb: give at least one quasi-identifier'"),
+        (f"len(qis) > {D}", f"'anonydb: anonydb_mondrian takes at most {D} quasi-identifiers, got ' || len(qis)"),
+        ("k IS NULL OR k < 1 OR k <> floor(k)", "'anonydb: k must be an integer >= 1, got ' || coalesce(CAST(k AS VARCHAR), 'NULL')"),
+        ("sa IS NULL AND (l IS NOT NULL OR t IS NOT NULL)", "'anonydb: l and t need the sensitive attribute (sa := ...)'"),
+        ("l IS NOT NULL AND (l < 1 OR l <> floor(l))", "'anonydb: l must be an integer >= 1, got ' || CAST(l AS VARCHAR)"),
+        ("t IS NOT NULL AND (t < 0 OR t > 1)",
+         "'anonydb: t must lie in [0, 1] (EMD with a normalized ground distance), got ' || CAST(t AS VARCHAR)"),
+        ("list_contains(qis, sa)", "'anonydb: the sensitive attribute ' || sa || ' is also a quasi-identifier'"),
+        ("len(list_distinct(qis)) < len(qis)", "'anonydb: a quasi-identifier is listed twice'"),
+    ]
+    when = "\n".join(f"    WHEN {c} THEN 'SELECT error(' || anonydb_text({m}) || ') AS eq_class'" for c, m in guards)
+    return (head + "CREATE OR REPLACE MACRO anonydb_mondrian(tbl, qis, sa := NULL, k := 1, l := NULL, t := NULL, "
+            f"keep := []) AS TABLE\nFROM query(CASE\n{when}\n    ELSE {body}\n    END);\n")

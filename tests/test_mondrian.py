@@ -601,3 +601,19 @@ def test_null_in_a_hierarchical_qi_is_refused_by_name(engine):
     with pytest.raises(InputError, match=r"quasi-identifier 'c' has 2 NULL values, which its hierarchy does not cover"):
         _mondrian("hn", ["age", "c"], "s", k=2, out="hn_out", engine=engine, hierarchies={"c": h}, seed=1)
     assert not engine.exists("hn_out")
+
+
+def test_ordered_emd_on_a_small_table_runs_level_by_level(engine):
+    """t-closeness with ordered EMD (a numeric sensitive attribute's default) joins with ASOF, which
+    DuckDB does not run inside the one-statement recursive plan: plan="auto" takes the level-wise
+    plan for it, and plan="recursive" says why it cannot."""
+    import anonydb
+    from anonydb.datasets import synthetic_census
+    from anonydb.methods.mondrian import anonymize
+
+    synthetic_census(engine, "c", rows=3000, seed=3)
+    r = anonymize("c", ["age", "race", "workclass"], "income", out="rel", engine=engine, k=8, t=0.3, seed=1)
+    assert r.report.holds and r.rows == 3000
+    assert anonydb.check("rel", ["eq_class"], "income", engine=engine, k=8, t=0.3, distance="ordered").holds
+    with pytest.raises(InputError, match="ASOF"):
+        anonymize("c", ["age", "race", "workclass"], "income", out="rel2", engine=engine, k=8, t=0.3, plan="recursive")

@@ -22,6 +22,7 @@ from anonydb.datasets import _census_context
 from anonydb.hierarchy import EnumeratedHierarchy
 from anonydb.models import AlphaKAnonymity, DeltaDisclosure, KAnonymity, LDiversity, TCloseness
 from anonydb.sqlgen import Templates, literal
+from anonydb.methods.mondrian import anonymize
 from anonydb.sqlscript import script
 from anonydb.workflow.cli import main as cli_main
 
@@ -295,3 +296,153 @@ def test_generalize_bad_arguments_one_line(script_file, call, message):
     r = run_cli(None, sql, check=False)
     err = r.stderr.strip()
     assert r.returncode != 0 and err.count("\n") == 0 and message in err, err
+
+
+def test_readme_only_sql_session_is_true(tmp_path):
+    """The README's "Only SQL" session, replayed statement by statement in the real DuckDB CLI on a
+    database file (the macros persist in it): every output line is the one the README shows."""
+    adult = need_shared() / "adult"
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## Only SQL", 1)[1].split("```sql\n", 1)[1].split("```", 1)[0]
+    for f in adult.iterdir():
+        (tmp_path / f.name).symlink_to(f)
+    assert cli_main(["sql", "--out", str(tmp_path / "anonydb.sql")]) == 0
+    steps: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("--> "):
+            steps[-1][1].append(line[4:])
+        elif line.strip() and not line.startswith("--"):
+            steps.append((line, []))
+    assert len(steps) >= 12
+    db = tmp_path / "adult.duckdb"
+    for stmt, want in steps:
+        if stmt.startswith(".mode"):
+            continue
+        r = subprocess.run([CLI, "-batch", "-csv", str(db), "-c", stmt], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300)
+        got = [x for x in (r.stdout + r.stderr).splitlines() if x.strip()]
+        assert got == want, (stmt, got)
+        assert (r.returncode != 0) == any("Error" in w for w in want), stmt
+
+
+ADULT7 = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass"]
+CENSUS_Q = ["age", "sex", "zip", "marital_status", "hours_per_week"]
+MONDRIAN_CASES = [
+    ("adult", ADULT7, "occupation", dict(k=10, l=3, t=0.2), []),
+    ("adult", ["age", "education", "sex"], None, dict(k=25), []),
+    ("census", CENSUS_Q, "occupation", dict(k=5, l=2), []),
+    ("adult", ["age", "sex"], "occupation", dict(k=1, l=1), ["salary-class"]),
+    ("census", ["age", "race", "workclass"], "income", dict(k=8, t=0.3, distance="equal"), []),
+]
+
+
+def _sql_list(xs):
+    return "[" + ", ".join(literal(x) for x in xs) + "]"
+
+
+def _mondrian_call(table, qis, sa, params, keep):
+    args = [literal(table), _sql_list(qis)] + ([literal(sa)] if sa else [])
+    args += [f"{k} := {v}" for k, v in params.items() if k != "distance"] + ([f"keep := {_sql_list(keep)}"] if keep else [])
+    return f"anonydb_mondrian({', '.join(args)})"
+
+
+def test_mondrian_equals_python_and_is_verified_independently(script_file, tmp_path):
+    """anonydb_mondrian in the real CLI: the same release as anonydb's Python Mondrian with the same
+    models (every class's published labels, sensitive and kept values, with their counts; the same
+    number of classes), only the listed columns, and anonydb.check finds the models hold on it."""
+    adult = need_shared() / "adult"
+    db = tmp_path / "m.duckdb"
+    census = Templates("duckdb").render("synthetic_census.sql.j2", **_census_context(20000, 5, 0.05)).sql
+    lines = [f".read {script_file}", f"CREATE TABLE adult AS FROM read_csv({literal(str(adult / 'adult.csv'))});",
+             f"CREATE TABLE census AS {census};"]
+    for i, (table, qis, sa, params, keep) in enumerate(MONDRIAN_CASES):
+        lines.append(f"CREATE TABLE rel{i} AS FROM {_mondrian_call(table, qis, sa, params, keep)};")
+    run_cli(db, "\n".join(lines) + "\n")
+    con = duckdb.connect(str(db))
+    try:
+        eng = anonydb.connect(con)
+        for i, (table, qis, sa, params, keep) in enumerate(MONDRIAN_CASES):
+            cols = [c[0] for c in con.execute(f"DESCRIBE rel{i}").fetchall()]
+            assert cols == ["eq_class"] + qis + keep + ([sa] if sa else []), cols
+            py = anonymize(table, qis, sa, out=f"py{i}", engine=eng, keep=keep, seed=1, **params)
+            sel = ", ".join(f'"{c}"' for c in qis + keep + ([sa] if sa else []))
+            got = con.execute(f"SELECT {sel}, count(*) FROM rel{i} GROUP BY ALL").fetchall()
+            want = con.execute(f"SELECT {sel}, count(*) FROM py{i} GROUP BY ALL").fetchall()
+            key = lambda r: tuple((v is None, str(v)) for v in r)  # noqa: E731
+            assert sorted(got, key=key) == sorted(want, key=key), (i, len(got), len(want))
+            n, classes = con.execute(f"SELECT count(*), count(DISTINCT eq_class) FROM rel{i}").fetchone()
+            assert n == con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] and classes == py.classes
+            rep = anonydb.check(f"rel{i}", ["eq_class"], sa, engine=eng, **(params | ({"distance": "equal"} if "t" in params else {})))
+            assert rep.holds, rep.format()
+    finally:
+        con.close()
+
+
+def test_mondrian_kept_column_that_splits_classes_is_refused(script_file, tmp_path):
+    """A kept column is published unchanged, so the models are verified over it too: one that
+    splits classes below k is refused, as the Python Mondrian refuses it."""
+    adult = need_shared() / "adult"
+    db = tmp_path / "k.duckdb"
+    call = _mondrian_call("adult", ["age", "education", "sex"], None, dict(k=25), ["salary-class"])
+    r = run_cli(db, f".read {script_file}\nCREATE TABLE adult AS FROM read_csv({literal(str(adult / 'adult.csv'))});\n"
+                    f"CREATE TABLE rel AS FROM {call};\n", check=False)
+    err = r.stderr.strip()
+    assert r.returncode != 0 and err.count("\n") == 0 and "anonydb: the kept column(s) salary-class break" in err, err
+    con = duckdb.connect(str(db))
+    try:
+        with pytest.raises(anonydb.errors.AnonyDBError, match="kept column"):
+            anonymize("adult", ["age", "education", "sex"], None, out="py", engine=anonydb.connect(con), k=25,
+                      keep=["salary-class"])
+        assert con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'rel'").fetchone()[0] == 0
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("call, message", [
+    ("anonydb_mondrian('t', ['a', 'zz'], 's', k := 2)", "anonydb: unknown column zz in t"),
+    ("anonydb_mondrian('t', ['a'], 'nope', k := 2)", "anonydb: unknown column nope in t"),
+    ("anonydb_mondrian('t', ['a'], 's', k := 0)", "anonydb: k must be an integer >= 1, got 0"),
+    ("anonydb_mondrian('t', ['a'], 's', k := 2, t := 1.5)", "anonydb: t must lie in [0, 1]"),
+    ("anonydb_mondrian('t', ['a'], 's', k := 2, l := 0)", "anonydb: l must be an integer >= 1, got 0"),
+    ("anonydb_mondrian('t', ['a'], k := 2, l := 2)", "anonydb: l and t need the sensitive attribute"),
+    ("anonydb_mondrian('t', ['a', 's'], 's', k := 2)", "anonydb: the sensitive attribute s is also a quasi-identifier"),
+    ("anonydb_mondrian('t', ['a'], 's', k := 9)", "anonydb: infeasible: the whole table of 3 rows is smaller than k = 9"),
+    ("anonydb_mondrian('t', ['a'], 's', l := 4)", "anonydb: infeasible: the whole table has 3 distinct values"),
+    ("anonydb_mondrian('n', ['a'], k := 1)", "anonydb: a numeric or date quasi-identifier has 1 NULL values"),
+    ("anonydb_mondrian('t', [], k := 1)", "anonydb: give at least one quasi-identifier"),
+])
+def test_mondrian_bad_arguments_one_line(script_file, call, message):
+    sql = (f".read {script_file}\nCREATE TABLE t AS SELECT * FROM (VALUES (1, 'x'), (2, 'y'), (2, 'z')) v(a, s);\n"
+           "CREATE TABLE n AS SELECT * FROM (VALUES (1), (NULL)) v(a);\n"
+           f"CREATE TABLE out AS FROM {call};\n")
+    r = run_cli(None, sql, check=False)
+    err = r.stderr.strip()
+    assert r.returncode != 0 and err.count("\n") == 0 and message in err, err
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.lists(st.tuples(st.integers(0, 9), st.sampled_from([None, "a", "b", "c"]), st.sampled_from(["p", "q", "r", None])),
+                     min_size=4, max_size=40),
+       k=st.integers(1, 4), l=st.sampled_from([None, 2]))
+def test_mondrian_random_tables_equal_python(script_file, tmp_path_factory, data, k, l):
+    """Random small tables (a numeric QI, a categorical one with NULLs, a sensitive attribute with
+    NULLs): the CLI's release equals the Python Mondrian's, or both refuse the request."""
+    db = tmp_path_factory.mktemp("mr") / "r.duckdb"
+    vals = ", ".join(f"({a}, {literal(b)}::VARCHAR, {literal(s)}::VARCHAR)" for a, b, s in data)
+    params = {"k": k} | ({"l": l} if l else {})
+    r = run_cli(db, f".read {script_file}\nCREATE TABLE r AS SELECT * FROM (VALUES {vals}) v(a, b, s);\n"
+                    f"CREATE TABLE rel AS FROM {_mondrian_call('r', ['a', 'b'], 's', params, [])};\n", check=False)
+    con = duckdb.connect(str(db))
+    try:
+        try:
+            anonymize("r", ["a", "b"], "s", out="py", engine=anonydb.connect(con), seed=1, **params)
+        except anonydb.errors.InfeasibleError:
+            assert r.returncode != 0 and "anonydb: infeasible" in r.stderr
+            return
+        assert r.returncode == 0, r.stderr
+        got = con.execute("SELECT a, b, s, count(*) FROM rel GROUP BY ALL").fetchall()
+        want = con.execute("SELECT a, b, s, count(*) FROM py GROUP BY ALL").fetchall()
+        key = lambda x: tuple((v is None, str(v)) for v in x)  # noqa: E731
+        assert sorted(got, key=key) == sorted(want, key=key)
+    finally:
+        con.close()

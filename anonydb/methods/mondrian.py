@@ -465,6 +465,8 @@ class _Planner:
             return f"it is DuckDB SQL (this engine is {self.eng.dialect})"
         if self.nt or self.bt:
             return "(n,t)-closeness and (B,t)-privacy are judged round by round"
+        if any(getattr(m, "distance", None) == "ordered" for m in self.models):
+            return "t-closeness with ordered EMD joins with ASOF, which DuckDB does not run inside a recursive statement"
         import duckdb
 
         if tuple(int(x) for x in duckdb.__version__.split(".")[:2] if x.isdigit()) < (1, 3):
@@ -575,6 +577,8 @@ class _Planner:
         (n,t) and (B,t) read the whole table round by round."""
         if self.nt or self.bt:
             return "(n,t)-closeness and (B,t)-privacy are judged round by round"
+        if any(getattr(m, "distance", None) == "ordered" for m in self.models):
+            return "t-closeness with ordered EMD joins with ASOF, which DuckDB does not run inside a recursive statement"
         return None
 
     def _finish_fragments(self, rnd: int, n_parts: int, progress=None) -> int:
