@@ -5,6 +5,8 @@ Also the DuckDB CLI's wall for the same macro calls (process start and `.read` i
 
     python benchmarks/bench_sql_script.py --repeat 7
     python benchmarks/bench_sql_script.py --census 1000000 --repeat 3
+    python benchmarks/bench_sql_script.py mondrian --repeat 5            (anonydb_mondrian against anonymize())
+    python benchmarks/bench_sql_script.py mondrian --census 1000000 --repeat 3
 """
 
 from __future__ import annotations
@@ -107,5 +109,43 @@ def main(argv=None) -> int:
     return 0
 
 
+
+
+def mondrian_main(argv=None) -> int:
+    """anonydb_mondrian against anonymize() (the Python path) in one process, interleaved."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--census", type=int, default=0)
+    args = ap.parse_args(argv)
+    from anonydb.methods.mondrian import anonymize
+
+    con = duckdb.connect()
+    con.execute(script())
+    eng = anonydb.connect(con)
+    if args.census:
+        from anonydb.datasets import synthetic_census
+
+        synthetic_census(eng, "data", rows=args.census, seed=42)
+        qis, label = CENSUS_QIS, f"synthetic census, {args.census:,} rows"
+    else:
+        con.execute(f"CREATE TABLE data AS FROM read_csv({literal(str(ADULT / 'adult.csv'))})")
+        qis, label = ADULT_QIS, "Adult, 30,162 rows"
+    q = "[" + ", ".join(literal(x) for x in qis) + "]"
+    print(f"# Mondrian k=10, l=3, t=0.2 (equal EMD); {label}; QIs {', '.join(qis)}; duckdb {duckdb.__version__}")
+    py_t, sql_t = [], []
+    for i in range(args.repeat):
+        t0 = time.perf_counter()
+        r = anonymize("data", qis, "occupation", out="py", engine=eng, k=10, l=3, t=0.2, distance="equal", replace=True)
+        py_t.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        con.execute(f"CREATE OR REPLACE TABLE rel AS FROM anonydb_mondrian('data', {q}, 'occupation', k := 10, l := 3, t := 0.2)")
+        sql_t.append(time.perf_counter() - t0)
+    classes = con.execute("SELECT count(DISTINCT eq_class) FROM rel").fetchone()[0]
+    p, s = statistics.median(py_t), statistics.median(sql_t)
+    print(f"| anonydb_mondrian | anonymize() (Python path) | ratio | classes (SQL / Python) |\n|---|---|---|---|\n"
+          f"| {s:.3f} s | {p:.3f} s | {s / p:.2f} | {classes} / {r.classes} |")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(mondrian_main(sys.argv[2:]) if sys.argv[1:2] == ["mondrian"] else main())
