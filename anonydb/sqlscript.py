@@ -191,7 +191,8 @@ def script() -> str:
             f"-- violating_rows. Example: FROM anonydb_check_k('adult', ['age', 'sex'], 5);\n\n")
     from importlib import resources
 
-    release = resources.files("anonydb.sql").joinpath("script_generalize.sql").read_text(encoding="utf-8")
+    release = "\n".join(resources.files("anonydb.sql").joinpath(f).read_text(encoding="utf-8")
+                        for f in ("script_generalize.sql", "script_anatomy.sql"))
     return (head + HIERARCHY_MACRO + "\n" + "\n".join(_macro(c) for c in _checks()) + "\n" + release + "\n"
             + _mondrian_macro())
 

@@ -446,3 +446,60 @@ def test_mondrian_random_tables_equal_python(script_file, tmp_path_factory, data
         assert sorted(got, key=key) == sorted(want, key=key)
     finally:
         con.close()
+
+
+def test_anatomy_pair_in_sql(script_file, tmp_path):
+    """anonydb_anatomy_qit / _st in the real CLI: the ST equals anonydb's Anatomy ST exactly (the
+    dealing depends on the bucket sizes only); every group holds >= l records with distinct values;
+    the QIT publishes every record's QI values exactly with its group, the group sizes agree with
+    the ST, the same key deals the same QIT and another key another one."""
+    adult = need_shared() / "adult"
+    db = tmp_path / "a.duckdb"
+    qis, sa, l = ["age", "sex", "race"], "occupation", 4
+    q = _sql_list(qis)
+
+    def qit(key):
+        return f"anonydb_anatomy_qit('adult', {q}, {literal(sa)}, {l}, {literal(key)}, keep := ['salary-class'])"
+
+    k1, k2 = "a secret key of 32 characters..", "another secret key, 32 chars...."
+    run_cli(db, f".read {script_file}\nCREATE TABLE adult AS FROM read_csv({literal(str(adult / 'adult.csv'))});\n"
+                f"CREATE TABLE qit AS FROM {qit(k1)};\nCREATE TABLE qit_again AS FROM {qit(k1)};\n"
+                f"CREATE TABLE qit_other AS FROM {qit(k2)};\n"
+                f"CREATE TABLE st AS FROM anonydb_anatomy_st('adult', {q}, {literal(sa)}, {l}, {literal(k1)});\n")
+    con = duckdb.connect(str(db))
+    try:
+        from anonydb.methods.anatomy import anatomy
+
+        anatomy("adult", qis, sa, l=l, out="py", engine=anonydb.connect(con), seed=3)
+        assert [c[0] for c in con.execute("DESCRIBE qit").fetchall()] == qis + ["salary-class", "group_id"]
+        assert con.execute("SELECT * FROM st EXCEPT ALL SELECT * FROM py_st").fetchall() == []
+        assert con.execute("SELECT * FROM py_st EXCEPT ALL SELECT * FROM st").fetchall() == []
+        n, g = con.execute("SELECT count(*), count(DISTINCT group_id) FROM qit").fetchone()
+        assert n == 30162 and g == 30162 // l
+        assert con.execute("SELECT count(*) FROM st GROUP BY group_id HAVING count(*) < ? OR max(count) > 1", [l]).fetchall() == []
+        assert con.execute("SELECT age, sex, race, \"salary-class\" FROM qit EXCEPT ALL "
+                           "SELECT age, sex, race, \"salary-class\" FROM adult").fetchall() == []
+        assert con.execute("SELECT count(*) FROM (SELECT group_id, count(*) n FROM qit GROUP BY 1) a FULL JOIN "
+                           "(SELECT group_id, sum(count) n FROM st GROUP BY 1) b USING (group_id) "
+                           "WHERE a.n IS DISTINCT FROM b.n").fetchone()[0] == 0
+        same = "SELECT * FROM qit EXCEPT ALL SELECT * FROM {}"
+        assert con.execute(same.format("qit_again")).fetchall() == []
+        assert con.execute(same.format("qit_other")).fetchall() != []
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("call, message", [
+    ("anonydb_anatomy_st('t', ['a'], 's', 4, 'a key of sixteen chars')", "anonydb: Anatomy with l = 4 is infeasible"),
+    ("anonydb_anatomy_qit('t', ['a'], 's', 1, 'a key of sixteen chars')", "anonydb: l must be an integer >= 2 for Anatomy"),
+    ("anonydb_anatomy_qit('t', ['a'], 's', 2, 'short')", "anonydb: key must be a secret of at least 16 characters"),
+    ("anonydb_anatomy_qit('t', ['zz'], 's', 2, 'a key of sixteen chars')", "anonydb: unknown column zz in t"),
+    ("anonydb_anatomy_qit('e', ['a'], 's', 2, 'a key of sixteen chars')", "anonydb: e is empty"),
+])
+def test_anatomy_bad_arguments_one_line(script_file, call, message):
+    sql = (f".read {script_file}\nCREATE TABLE t AS SELECT * FROM (VALUES (1, 'x'), (2, 'y'), (2, 'z'), (3, 'x')) v(a, s);\n"
+           "CREATE TABLE e (a INTEGER, s VARCHAR);\n"
+           f"CREATE TABLE out AS FROM {call};\n")
+    r = run_cli(None, sql, check=False)
+    err = r.stderr.strip()
+    assert r.returncode != 0 and err.count("\n") == 0 and message in err, err
