@@ -251,6 +251,8 @@ def test_release_properties(engine, family, rows, relaxed, plan, data):
     params = data.draw(FAMILIES[family], label="params")
     if "n" in params:  # (n,t) grows a partition tree round by round: level-wise only
         plan = "levelwise"
+    if params.get("distance") == "ordered" and plan == "recursive":  # ASOF: not inside DuckDB's recursion
+        plan = "levelwise"
     engine.execute("DROP TABLE IF EXISTS src")
     engine.execute("DROP TABLE IF EXISTS rel")
     _load(engine, rows)
@@ -284,7 +286,7 @@ FIXED = [dict(id=i, x=(i * 7) % 10, y=CATS[(i * 3) % 5], z=(i * 5) % 7 - 3, s=["
 def test_release_properties_fixed_table(engine, params, relaxed, plan):
     """Every model on one 40-row table: a release of several classes, judged as above (so that
     no model is only ever seen infeasible or as one class)."""
-    if "n" in params:  # (n,t) runs level-wise only
+    if "n" in params or params.get("distance") == "ordered":  # (n,t), ordered EMD: level-wise only
         plan = "levelwise"
     _load(engine, FIXED)
     r = _mondrian("src", "x,y,z", "s", out="rel", engine=engine, relaxed=relaxed, plan=plan, **params)
@@ -372,7 +374,9 @@ def test_hierarchical_split_labels_are_nodes(engine):
     assert r.report.holds
 
 
-ONE_STATEMENT_MODELS = [m for m in MODELS if "n" not in m]
+#: (n,t) grows a partition tree round by round; ordered EMD joins with ASOF, which DuckDB does not
+#: run inside a recursive statement (plan="recursive" refuses it: test_ordered_emd_on_a_small_table...)
+ONE_STATEMENT_MODELS = [m for m in MODELS if "n" not in m and m.get("distance") != "ordered"]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
