@@ -13,8 +13,9 @@ import itertools
 import math
 
 
-def mine(rows, levels, min_exp):
-    """rows: [(labels per QI per level (list of lists), s)]; levels: non-root levels per QI.
+def mine(rows, levels, min_exp, min_count=0):
+    """rows: [(labels per QI per level (list of lists), s)]; levels: non-root levels per QI;
+    min_count: the count an itemset needs before rules are formed from it.
     Returns ({(itemset, s)}, {(itemset, s) minimal}, ivs per row as a set)."""
     n = len(rows)
     counts = {}
@@ -33,7 +34,7 @@ def mine(rows, levels, min_exp):
             cells.setdefault(key, []).append(s)
         for key, ss in cells.items():
             for s in counts:
-                if len(ss) >= thr[s] and s not in ss:
+                if len(ss) >= thr[s] and len(ss) >= min_count and s not in ss:
                     rules.add((key, s))
 
     def covers(general, specific, labels_of):

@@ -59,6 +59,22 @@ def test_toy_rules_tv6(engine):
         assert names(ivs[(52, "F")]) == {"Cancer", "Emphysema"}
 
 
+def test_itemset_support_prunes_rules_below_it(engine):
+    """TV6 with itemsets counted only from 5 tuples: of the 6 rules only {sex = F} => not Emphysema
+    (5 tuples) is left; 'max' (the largest threshold, 2.76 -> 3 tuples) keeps all 6; bad values
+    are refused."""
+    make_table(engine, "toy", ["tid", "age", "sex", "disease"], TOY)
+    with engine.scratch("t") as s:
+        r = mine_rules("toy", ["age", "sex"], "disease", min_exp=0.5, hierarchies=DECADES, engine=engine, scratch=s,
+                       itemset_support=5)
+        assert describe(engine, r, minimal_only=False) == ["{sex = F} => not disease = Emphysema (5)"]
+        assert mine_rules("toy", ["age", "sex"], "disease", min_exp=0.5, hierarchies=DECADES, engine=engine,
+                          scratch=s, itemset_support="max").total == 6
+        for bad in ("median", 0, True):
+            with pytest.raises(InputError, match="itemset_support"):
+                mine_rules("toy", ["age", "sex"], "disease", engine=engine, scratch=s, itemset_support=bad)
+
+
 def _members(engine, name, groups):
     """groups: [(group, code, ivs, count)]"""
     return make_table(engine, name, ["g", "_adb_code", "_adb_ivs", "_adb_cnt"], groups)
@@ -137,9 +153,14 @@ def test_mining_equals_a_brute_force_oracle(engine, seed):
     rows = [(rnd.choice([21, 25, 33, 38, 44, 47]), rnd.choice("MF"), rnd.choice(["a", "b", "c", "d"])) for _ in range(n)]
     make_table(engine, "t", ["age", "sex", "s"], rows)
     min_exp = rnd.choice([0.3, 0.5, 0.7])
-    all_rules, minimal, ivs = mine([(_labels(a, x), s) for a, x, s in rows], [2, 1], min_exp)
+    support = rnd.choice(["min", "max", 4])  # the itemset threshold before rules are formed (thesis §3.3.3)
+    counts = {v: sum(1 for *_, s in rows if s == v) for v in {s for *_, s in rows}}
+    thr = [0.0 if c == n else math.log(1 - min_exp) / math.log(1 - c / n) for c in counts.values()]
+    min_count = {"min": 0, "max": math.ceil(max(thr) - 1e-9), 4: 4}[support]
+    all_rules, minimal, ivs = mine([(_labels(a, x), s) for a, x, s in rows], [2, 1], min_exp, min_count)
     with engine.scratch("o") as sc:
-        r = mine_rules("t", ["age", "sex"], "s", min_exp=min_exp, hierarchies=DECADES, engine=engine, scratch=sc)
+        r = mine_rules("t", ["age", "sex"], "s", min_exp=min_exp, hierarchies=DECADES, engine=engine, scratch=sc,
+                       itemset_support=support)
         assert (r.total, r.minimal) == (len(all_rules), len(minimal))
         got = {}
         for a, x, m in engine.fetch_rows(f"SELECT age, sex, _adb_ivs FROM {r.ivs}")[1]:

@@ -84,11 +84,17 @@ def threshold(p: float, min_exp: float) -> float:
 
 def mine_rules(source: str, qi: str | Iterable[str], sensitive: str, *, min_exp: float = 0.9,
                hierarchies: dict[str, Hierarchy] | None = None, engine: Engine | Any = None,
-               scratch: Any = None, examples: int = 5) -> Rules:
+               scratch: Any = None, examples: int = 5, itemset_support: str | int = "min") -> Rules:
     """Mine the generalized negative association rules of ``source`` (see the module docstring).
     ``hierarchies``: per QI (a QI without one contributes its values only). The tables live in
     ``scratch`` (an :meth:`Engine.scratch`), which the caller drops; without one they are temporary
-    tables of the connection."""
+    tables of the connection. ``itemset_support``: the count an itemset X needs before rules are
+    formed from it [thesis §3.3.3]: "min" (minSup = min over s of Sup_s, the spec's reading, which
+    prunes nothing a rule needs), "max" (the largest Sup_s: only itemsets that could exclude every
+    value), or a count."""
+    if not (itemset_support in ("min", "max") or (isinstance(itemset_support, int) and not isinstance(itemset_support, bool)
+                                                  and itemset_support >= 1)):
+        raise InputError(f"itemset_support must be 'min', 'max' or a count >= 1, got {itemset_support!r}")
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
     if isinstance(min_exp, bool) or not isinstance(min_exp, (int, float)) or not 0 < min_exp < 1:
@@ -104,7 +110,7 @@ def mine_rules(source: str, qi: str | Iterable[str], sensitive: str, *, min_exp:
     try:
         rel = open_source(eng, source, scratch=s)
         validate_roles(eng, rel, qi_cols, sensitive, None, label=str(source))
-        rules = _mine(eng, s, rel, qi_cols, sensitive, float(min_exp), hierarchies, examples)
+        rules = _mine(eng, s, rel, qi_cols, sensitive, float(min_exp), hierarchies, examples, itemset_support)
     except BaseException:
         if own:
             s.drop_all()
@@ -114,7 +120,7 @@ def mine_rules(source: str, qi: str | Iterable[str], sensitive: str, *, min_exp:
     return rules
 
 
-def _mine(eng, s, rel, qi_cols, sensitive, min_exp, hierarchies, n_examples) -> Rules:
+def _mine(eng, s, rel, qi_cols, sensitive, min_exp, hierarchies, n_examples, itemset_support="min") -> Rules:
     sa = ident(sensitive)
     n = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}"))
     if n == 0:
@@ -128,7 +134,12 @@ def _mine(eng, s, rel, qi_cols, sensitive, min_exp, hierarchies, n_examples) -> 
     thr = {v: threshold(c / n, min_exp) for v, c in vals}
     thr_table = s.table("SELECT * FROM (VALUES " + ", ".join(
         f"({i}, {thr[v]!r})" for i, (v, _) in enumerate(vals)) + ") AS t(_adb_code, _adb_thr)")
-    min_count = max(1, math.ceil(min(thr.values()) - 1e-9))
+    if itemset_support == "min":
+        min_count = max(1, math.ceil(min(thr.values()) - 1e-9))
+    elif itemset_support == "max":
+        min_count = max(1, math.ceil(max(thr.values()) - 1e-9))
+    else:
+        min_count = int(itemset_support)
     maps, heights = level_maps(eng, s, rel, qi_cols, hierarchies)
     cols = [f"a{i}_{lv}" for i, hgt in enumerate(heights) for lv in range(hgt)]
     q = [ident(c) for c in qi_cols]
