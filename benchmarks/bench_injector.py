@@ -14,6 +14,7 @@ Adult: QIs age, workclass, education, marital-status, race, sex with the ARX hie
 from __future__ import annotations
 
 import argparse
+import math
 import datetime as dt
 import random
 import statistics
@@ -74,6 +75,79 @@ def cmd_rules(args):
         cells = " | ".join(f"{100 * p.get(i, 0):.1f}%" for i in (2, 3, 4))
         print(f"| {me} | {kb.minimal:,} ({THESIS_RULES[me]}) | {kb.total:,} | {100 * p.get(0, 0):.1f}% | "
               f"{100 * p.get(1, 0):.1f}% ({THESIS_N1[me]}%) | {cells} | {100 * five:.1f}% | {sec:.1f} |")
+        kb.close()
+
+
+THESIS_N = {0.75: [0, 80.4, 15.9, 2.3, 1.2, 0.2], 0.8: [0, 84.6, 12.2, 2.1, 1.0, 0.1], 0.85: [0, 87.5, 9.2, 2.0, 1.0, 0],
+            0.9: [0, 87.9, 9.2, 2.5, 0.4, 0], 0.95: [0, 96.2, 1.8, 2.0, 0, 0]}
+
+
+def _profile(p) -> list[float]:
+    """N_0 .. N_4 and N_>=5, percent."""
+    return [100 * p.get(i, 0) for i in range(5)] + [100 * sum(v for i, v in p.items() if i >= 5)]
+
+
+def cmd_sweep(args):
+    """Thesis Fig. 3.3 under the choices the thesis leaves open (issue 28): the count an itemset
+    needs before rules are formed ('min' = the spec's minSup, the smallest threshold; 'max' = the
+    largest, Armed-Forces'; counts between), age as a fuzzy quantitative attribute (§3.3.2) or
+    crisp; |R| (minimal rules) and N_0 .. N_>=5 beside the thesis's."""
+    eng, hs = adult()
+    qis = args.qi.split(",")
+    h = qi_hier(hs, qis, False, age=True)
+    header(f"Fig. 3.3 sweep on Adult (30,162 rows), QIs {','.join(qis)}, SA occupation, minConf 1",
+           f"sweep --qi {args.qi} --support {' '.join(args.support)}")
+    print("| minExp | itemset support | age | minimal rules (thesis) | all rules | N_0 | N_1 | N_2 | N_3 | N_4 | N_>=5 | s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for me in args.min_exp:
+        th = THESIS_N[me]
+        print(f"| {me} | thesis | - | {THESIS_RULES[me]} | - | " + " | ".join(f"{x:.1f}%" for x in th) + " | - |")
+        for sup in args.support:
+            support = sup if sup in ("min", "max") else int(sup)
+            for fz in ([], ["age"]):
+                t = time.perf_counter()
+                kb = mine_rules("adult", qis, "occupation", min_exp=me, hierarchies=h, engine=eng,
+                                itemset_support=support, fuzzy=fz, examples=0)
+                sec = time.perf_counter() - t
+                prof = " | ".join(f"{x:.1f}%" for x in _profile(kb.profile))
+                print(f"| {me} | {sup} (>= {math.ceil(max(kb.thresholds.values()) - 1e-9) if sup == 'max' else math.ceil(min(kb.thresholds.values()) - 1e-9) if sup == 'min' else sup}) "
+                      f"| {'fuzzy' if fz else 'crisp'} | {kb.minimal:,} ({THESIS_RULES[me]}) | {kb.total:,} | {prof} | {sec:.1f} |",
+                      flush=True)
+                kb.close()
+
+
+def cmd_thesis_injector(args):
+    """Injector at the thesis's defaults (l = 6, minExp = 0.9, minConf = 1) on Adult's 7 QIs
+    (age, workclass, education, marital-status, race, sex, native-country), SA occupation, with the
+    rules mined under each itemset support: feasible or not, and the vulnerable tuples of the
+    release under the same rules (the thesis: 0), beside Anatomy's (mean of --runs seeds)."""
+    eng, hs = adult()
+    qis = QIS + ["native-country"]
+    h = qi_hier(hs, qis, False, age=True)
+    header(f"Injector at the thesis's defaults on Adult, QIs {','.join(qis)}, l = {args.l}, minExp {args.min_exp}",
+           f"thesis-injector --support {' '.join(args.support)}")
+    print("| itemset support | minimal rules | N_0 | N_1 | Injector | vulnerable (Injector) | groups | mining + Injector s | Anatomy vulnerable (mean) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for sup in args.support:
+        support = sup if sup in ("min", "max") else int(sup)
+        t = time.perf_counter()
+        kb = mine_rules("adult", qis, "occupation", min_exp=args.min_exp, hierarchies=h, engine=eng,
+                        itemset_support=support, examples=0)
+        p = kb.profile
+        try:
+            r = injector("adult", qis, "occupation", l=args.l, out="inj", engine=eng, min_exp=args.min_exp,
+                         hierarchies=h, replace=True, rules=kb)
+            sec = time.perf_counter() - t
+            vul = audit_rules(kb, args.l, engine=eng, qit="inj_qit", st="inj_st").vulnerable
+            inj = f"feasible | {vul} | {r.groups:,} | {sec:.1f}"
+        except InfeasibleError as e:
+            inj = f"infeasible ({str(e)[:80]}...) | - | - | {time.perf_counter() - t:.1f}"
+        ana = []
+        for seed in range(args.runs):
+            anatomy("adult", qis, "occupation", l=args.l, out="ana", engine=eng, seed=seed, replace=True)
+            ana.append(audit_rules(kb, args.l, engine=eng, qit="ana_qit", st="ana_st").vulnerable)
+        print(f"| {sup} | {kb.minimal:,} | {100 * p.get(0, 0):.1f}% | {100 * p.get(1, 0):.1f}% | {inj} | "
+              f"{statistics.mean(ana):,.1f} |", flush=True)
         kb.close()
 
 
@@ -227,10 +301,20 @@ def main():
     o = sub.add_parser("omega")
     o.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 6, 8, 10])
     o.add_argument("--runs", type=int, default=100)
+    w = sub.add_parser("sweep")
+    w.add_argument("--qi", default=",".join(QIS))
+    w.add_argument("--min-exp", type=float, nargs="+", default=[0.75, 0.8, 0.85, 0.9, 0.95])
+    w.add_argument("--support", nargs="+", default=["min", "1000", "3000", "max"])
+    ti = sub.add_parser("thesis-injector")
+    ti.add_argument("--l", type=int, default=6)
+    ti.add_argument("--min-exp", type=float, default=0.9)
+    ti.add_argument("--runs", type=int, default=10)
+    ti.add_argument("--support", nargs="+", default=["min", "1000", "3000", "max"])
     s = sub.add_parser("scale")
     s.add_argument("--rows", type=int, nargs="+", default=[10_000, 30_000, 100_000])
     args = ap.parse_args()
-    {"rules": cmd_rules, "attack": cmd_attack, "bt": cmd_bt, "omega": cmd_omega, "scale": cmd_scale}[args.cmd](args)
+    {"rules": cmd_rules, "attack": cmd_attack, "bt": cmd_bt, "omega": cmd_omega, "scale": cmd_scale,
+     "sweep": cmd_sweep, "thesis-injector": cmd_thesis_injector}[args.cmd](args)
 
 
 if __name__ == "__main__":

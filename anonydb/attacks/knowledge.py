@@ -84,14 +84,19 @@ def threshold(p: float, min_exp: float) -> float:
 
 def mine_rules(source: str, qi: str | Iterable[str], sensitive: str, *, min_exp: float = 0.9,
                hierarchies: dict[str, Hierarchy] | None = None, engine: Engine | Any = None,
-               scratch: Any = None, examples: int = 5, itemset_support: str | int = "min") -> Rules:
+               scratch: Any = None, examples: int = 5, itemset_support: str | int = "min",
+               fuzzy: str | Iterable[str] | None = None) -> Rules:
     """Mine the generalized negative association rules of ``source`` (see the module docstring).
     ``hierarchies``: per QI (a QI without one contributes its values only). The tables live in
     ``scratch`` (an :meth:`Engine.scratch`), which the caller drops; without one they are temporary
     tables of the connection. ``itemset_support``: the count an itemset X needs before rules are
     formed from it [thesis §3.3.3]: "min" (minSup = min over s of Sup_s, the spec's reading, which
     prunes nothing a rule needs), "max" (the largest Sup_s: only itemsets that could exclude every
-    value), or a count."""
+    value), or a count. ``fuzzy``: quantitative QIs whose hierarchy nodes are fuzzy sets
+    [thesis §3.3.2; see :func:`membership`]: an itemset's support is then
+    C_X = sum_t prod_i Mem(X_i, t_i), and a tuple with any membership in X and value s counts
+    against X => not s (confidence 1 needs C_X[s] = 0). Which tuples a rule applies to (their
+    IVS) stays crisp: those inside every node of X."""
     if not (itemset_support in ("min", "max") or (isinstance(itemset_support, int) and not isinstance(itemset_support, bool)
                                                   and itemset_support >= 1)):
         raise InputError(f"itemset_support must be 'min', 'max' or a count >= 1, got {itemset_support!r}")
@@ -109,8 +114,13 @@ def mine_rules(source: str, qi: str | Iterable[str], sensitive: str, *, min_exp:
     s = Scratch(eng, "knowledge") if own else scratch
     try:
         rel = open_source(eng, source, scratch=s)
-        validate_roles(eng, rel, qi_cols, sensitive, None, label=str(source))
-        rules = _mine(eng, s, rel, qi_cols, sensitive, float(min_exp), hierarchies, examples, itemset_support)
+        fz = split_list(fuzzy, "fuzzy attributes")
+        for a in fz:
+            if a not in qi_cols:
+                raise InputError(f"fuzzy attribute {a!r} is not a quasi-identifier")
+        validate_roles(eng, rel, qi_cols, sensitive, {a: "numeric" for a in fz}, label=str(source))
+        rules = _mine(eng, s, rel, qi_cols, sensitive, float(min_exp), hierarchies, examples, itemset_support,
+                      [qi_cols.index(a) for a in fz])
     except BaseException:
         if own:
             s.drop_all()
@@ -120,7 +130,8 @@ def mine_rules(source: str, qi: str | Iterable[str], sensitive: str, *, min_exp:
     return rules
 
 
-def _mine(eng, s, rel, qi_cols, sensitive, min_exp, hierarchies, n_examples, itemset_support="min") -> Rules:
+def _mine(eng, s, rel, qi_cols, sensitive, min_exp, hierarchies, n_examples, itemset_support="min",
+          fuzzy: list[int] | None = None) -> Rules:
     sa = ident(sensitive)
     n = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}"))
     if n == 0:
@@ -149,15 +160,27 @@ def _mine(eng, s, rel, qi_cols, sensitive, min_exp, hierarchies, n_examples, ite
     # every level vector: each QI absent or at one non-root level; batches of grouping sets
     choices = [[None] + list(range(hgt)) for hgt in heights]
     vectors = [v for v in itertools.product(*choices) if any(x is not None for x in v)]
+    fuzzy = fuzzy or []
+    fz = {i: s.table(eng.render("injector_fuzzy.sql.j2", map=maps[i], height=heights[i])) for i in fuzzy}
+    # the level vectors by their fuzzy QIs' levels: each such signature counts over the rows expanded
+    # by their memberships (weight _c * prod Mem), the others over the rows as they are (weight _c)
+    by_sig: dict[tuple, list] = {}
+    for v in vectors:
+        by_sig.setdefault(tuple((i, v[i]) for i in fuzzy if v[i] is not None), []).append(v)
     cells = None
-    for b in range(0, len(vectors), BATCH):
-        sets = [[f"a{i}_{lv}" for i, lv in enumerate(v) if lv is not None] for v in vectors[b:b + BATCH]]
-        used = sorted({c for gs in sets for c in gs})
-        sql = eng.render("injector_cells.sql.j2", cols=cols, used=used, wide=wide, sets=sets, min_count=min_count)
-        if cells is None:
-            cells = s.table(sql)
-        else:
-            eng.execute(f"INSERT INTO {ident(cells)} {sql.sql}")
+    for sig, vecs in by_sig.items():
+        rel_w, weight = wide, "_c"
+        if sig:
+            rel_w, weight = s.table(_fuzzy_rows(wide, cols, sig, fz)), "_w"
+        for b in range(0, len(vecs), BATCH):
+            sets = [[f"a{i}_{lv}" for i, lv in enumerate(v) if lv is not None] for v in vecs[b:b + BATCH]]
+            used = sorted({c for gs in sets for c in gs})
+            sql = eng.render("injector_cells.sql.j2", cols=cols, used=used, wide=rel_w, sets=sets, min_count=min_count,
+                             weight=weight)
+            if cells is None:
+                cells = s.table(sql)
+            else:
+                eng.execute(f"INSERT INTO {ident(cells)} {sql.sql}")
     ncol = len(cols)
     grouped = [f"((_adb_gid >> {ncol - 1 - j}) & 1) = 0" for j in range(ncol)]
     no_null = " AND ".join(f"(NOT {g} OR {ident(c)} IS NOT NULL)" for g, c in zip(grouped, cols))
@@ -222,6 +245,29 @@ def _mine(eng, s, rel, qi_cols, sensitive, min_exp, hierarchies, n_examples, ite
     return out
 
 
+def membership(x: float, lo: float, hi: float) -> float:
+    """Mem(N, x) of a value x in a hierarchy node N of a quantitative attribute, lo and hi the
+    smallest and largest of the attribute's values in the data that N covers [thesis §3.3.2, which
+    leaves the function open; this one is anonydb's]: a trapezoid,
+    1 inside [lo, hi], falling linearly to 0 at a distance of w + 1 outside, w = (hi - lo + 1) / 2
+    the node's half-width: Mem = max(0, 1 - d / (w + 1)), d the distance from x to [lo, hi]. A
+    leaf (lo = hi) gives its neighbours 1/3 (an age of 22 partly supports {Age = 21}); a decade
+    [20, 29] gives 30 5/6 and 35 nothing. The SQL is sql/injector_fuzzy.sql.j2."""
+    d = lo - x if x < lo else x - hi if x > hi else 0.0
+    return max(0.0, 1.0 - d / ((hi - lo + 1) / 2 + 1))
+
+
+def _fuzzy_rows(wide: str, cols: list[str], sig: tuple, fz: dict[int, str]) -> str:
+    """``wide``'s rows with each fuzzy QI of ``sig`` (QI, level) relabelled by every node its value
+    has a membership in, weight _w = _c * the product of the memberships."""
+    sel = ", ".join(f"f{i}._adb_node AS {ident(f'a{i}_{lv}')}" if (i, lv) in dict(sig).items() else f"w.{ident(c)}"
+                    for c in cols for i, lv in [tuple(int(x) for x in c[1:].split("_"))])
+    joins = " ".join(f"JOIN {ident(fz[i])} AS f{i} ON f{i}._adb_value = w.{ident(f'a{i}_0')} AND f{i}._adb_lvl = {lv}"
+                     for i, lv in sig)
+    mem = " * ".join(f"f{i}._adb_mem" for i, _ in sig)
+    return f"SELECT w._adb_code, {sel}, w._c * {mem} AS _w FROM {ident(wide)} AS w {joins}"
+
+
 def level_maps(eng: Engine, s: Any, rel: str, qi: list[str], hierarchies: dict[str, Hierarchy]) -> tuple[list, list]:
     """Per QI the wide map of its non-root levels (level_0 = the value as text .. level_{H-1}) over
     ``rel``'s values, and H (1 for a QI without a hierarchy: its values only)."""
@@ -257,8 +303,13 @@ def describe(eng: Engine, rules: Rules, *, limit: int | None = None, minimal_onl
         f"FROM {ident(rules.rules)} AS r JOIN {ident(rules.preds)} AS p USING (rule_id) {where} "
         f"GROUP BY ALL ORDER BY r.support DESC, r.rule_id {lim}")[1]
     return [("{" + ", ".join(f"{rules.qi[a]} = {v}" for a, v in zip(attrs, nodes)) + "}"
-             f" => not {rules.sensitive} = {rules.values[code]} ({support})")
+             f" => not {rules.sensitive} = {rules.values[code]} ({_count(support)})")
             for _, code, support, attrs, nodes in rows]
+
+
+def _count(x: Any) -> str:
+    """A support: a count, or a fuzzy support's sum of memberships."""
+    return str(int(x)) if float(x).is_integer() else f"{float(x):.3f}"
 
 
 def ivs_of_rows(eng: Engine, rules: Rules, relation: str) -> str:
