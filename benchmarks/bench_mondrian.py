@@ -379,12 +379,58 @@ def cmd_thesis(args, argv) -> int:
     return 0
 
 
+def cmd_thesis_sweep(args, argv) -> int:
+    """Issue 28, part 2: the similarity attack on the l-diverse Mondrian tables under the cut
+    choices the thesis leaves open. The thesis adapts LeFevre's Mondrian (binary cuts); anonydb's
+    default cuts categorical QIs along their hierarchies (multiway). Configurations: multiway
+    along the hierarchy (strict); binary cuts on the values' sorted order (categorical="order"),
+    strict and relaxed; binary cuts in the hierarchy's depth-first leaf order (each categorical
+    value prefixed by its leaf position, so that value order is leaf order), strict and relaxed."""
+    from anonydb.datasets import load_adult
+    from anonydb.methods.mondrian import _dfs_leaves
+
+    e = anonydb.connect()
+    load_adult(e, "adult")
+    cat = [q for q in THESIS_QIS if q not in NUMERIC]
+    hier = adult_hierarchies(cat)
+    # the same table with every categorical QI prefixed by its depth-first leaf position
+    cases = []
+    for q in cat:
+        leaves = _dfs_leaves(hier[q])
+        cases.append(f'CASE "{q}" ' + " ".join(f"WHEN '{v}' THEN '{i:03d} {v}'" for i, v in enumerate(leaves))
+                     + f' ELSE "{q}" END AS "{q}"')
+    e.execute('CREATE OR REPLACE TABLE adult_leaf AS SELECT * REPLACE (' + ", ".join(cases) + ') FROM adult')
+    configs = [("multiway along the hierarchy, strict", "adult", dict(categorical="hierarchy", hierarchies=hier)),
+               ("binary, sorted values, strict", "adult", dict(categorical="order")),
+               ("binary, sorted values, relaxed", "adult", dict(categorical="order", relaxed=True)),
+               ("binary, hierarchy leaf order, strict", "adult_leaf", dict(categorical="order")),
+               ("binary, hierarchy leaf order, relaxed", "adult_leaf", dict(categorical="order", relaxed=True))]
+    print(f"# Li's thesis §2.4.1, similarity attack under cut choices; Adult; QIs {', '.join(THESIS_QIS)}; "
+          f"sensitive {THESIS_SA}; {dt.date.today()}")
+    print(f"# command: {_command(argv)}")
+    print("| setting | cuts | classes | min class | NCP % | tuples in classes of <= 5 distinct occupations | "
+          "similarity attack | thesis | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, params, ref in THESIS_SETTINGS[:2]:
+        for label, table, kw in configs:
+            res = anonymize(table, THESIS_QIS, THESIS_SA, out="sweep_rel", engine=e, replace=True, **kw, **params)
+            attacked = e.scalar(similarity_attack_sql("sweep_rel"))
+            # a semantic group has at most 5 values: only a class of <= 5 distinct occupations can lie in one
+            few = e.scalar('SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n, count(DISTINCT occupation) AS d '
+                           'FROM sweep_rel GROUP BY eq_class) WHERE d <= 5')
+            print(f"| {name} | {label} | {res.classes:,} | {_min_class(e, 'sweep_rel')} | {100 * res.utility['ncp']:.2f} | "
+                  f"{few:,} | {attacked:,} | {ref:,} | {attacked / ref:.2f} |", flush=True)
+    e.close()
+    return 0
+
+
 # ------------------------------------------------------------------------------------------------
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("adult", help="anonydb vs anonypy on Adult, k=10; the hierarchy and (k,t) runs")
     a.add_argument("--repeat", type=int, default=3)
+    sub.add_parser("thesis-sweep", help="issue 28: the similarity attack under binary / multiway cuts")
     s = sub.add_parser("scale", help="synthetic censuses of growing size, each in a fresh process")
     s.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
     s.add_argument("--memory-limit", default="4GB")
@@ -413,6 +459,7 @@ def main(argv=None) -> int:
     w.add_argument("--plan-cost", action="store_true", help="per template, the median ms to prepare and to run")
     args = ap.parse_args(argv)
     return {"adult": cmd_adult, "scale": cmd_scale, "scale-one": cmd_scale_one, "thesis": cmd_thesis,
+            "thesis-sweep": cmd_thesis_sweep,
             "alone": cmd_alone}[args.cmd](args, argv)
 
 
