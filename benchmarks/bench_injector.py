@@ -207,7 +207,10 @@ def cmd_bt(args):
                              ("probabilistic l", dict(l=k, l_variant="probabilistic")), ("t-closeness", dict(k=k, t=t))]:
             tt = time.perf_counter()
             try:
-                r = anonymize("adult", QIS, "occupation", out="rel", engine=eng, hierarchies=h, replace=True, **params)
+                # the row id rides along unverified (as slicing and presence keep theirs): the audit joins
+                # each release row back to its source tuple; a release for users never publishes it
+                r = anonymize("adult", QIS, "occupation", out="rel", engine=eng, hierarchies=h, replace=True,
+                              keep=["rid"], _unjudged=("rid",), **params)
             except InfeasibleError as e:
                 print(f"| {name} (k=l={k}, t={t}) | {kind} | infeasible: {e} | | | |")
                 continue

@@ -348,3 +348,47 @@ def test_fuzzy_bad_inputs(engine):
         mine_rules("toy", ["age", "sex"], "disease", engine=engine, fuzzy=["tid"])
     with pytest.raises(InputError, match="sex"):
         mine_rules("toy", ["age", "sex"], "disease", engine=engine, fuzzy=["sex"])
+
+
+def test_injector_at_the_thesis_defaults_on_adult(engine):
+    """Thesis §3.7.2 defaults (l = 6, minExp = 0.9, minConf = 1) on Adult's 7 QIs with the ARX
+    hierarchies: with rules formed from itemsets of at least 1000 tuples (the thesis's kind of
+    knowledge: tens of rules, not thousands) Injector is feasible and its release has no vulnerable
+    tuple under those rules; under the spec's minSup it is infeasible, and says why."""
+    need_shared()
+    from anonydb.datasets import adult_hierarchy_paths, load_adult
+
+    load_adult(engine, "adult")
+    qis = ["age", "workclass", "education", "marital-status", "race", "sex", "native-country"]
+    h = {a: Hierarchy.from_arx(p) for a, p in adult_hierarchy_paths().items() if a in qis}
+    with engine.scratch("thesis") as s:
+        kb = mine_rules("adult", qis, "occupation", min_exp=0.9, hierarchies=h, engine=engine, scratch=s,
+                        itemset_support=1000)
+        assert 11 <= kb.minimal <= 44  # within 2x of the thesis's |R| = 22 at minExp 0.9
+        r = injector("adult", qis, "occupation", l=6, out="inj", engine=engine, hierarchies=h, rules=kb)
+        assert r.report.holds and r.rows == 30162
+        assert audit_rules(kb, 6, engine=engine, qit="inj_qit", st="inj_st").vulnerable == 0
+    with pytest.raises(InfeasibleError, match="matching 6-diversity is infeasible"):
+        injector("adult", qis, "occupation", l=6, out="inj2", engine=engine, hierarchies=h)
+
+
+def test_cli_itemset_support(tmp_path, capsys):
+    """--itemset-support reaches the miner (a count, min or max) and is refused off Injector or when
+    it is not one of those, in one line."""
+    from anonydb.workflow.cli import main
+
+    src = tmp_path / "toy.csv"
+    src.write_text("tid,age,sex,disease\n" + "\n".join(f"{t},{a},{x},{d}" for t, a, x, d in TOY * 3) + "\n")
+    base = ["anonymize", str(src), "--method", "injector", "--qi", "age,sex", "--sensitive", "disease", "--l", "2",
+            "--min-exp", "0.5", "--db", str(tmp_path / "t.duckdb")]
+    # every age value is its own itemset of 3 tuples: at minSup each excludes the values it lacks, so
+    # no tuple keeps 2 valid values; from 9 tuples only {sex = M} => not Cancer and {sex = F} => not
+    # Emphysema are left, and 2-diversity is feasible
+    assert main(base + ["--out", "a", "--itemset-support", "min"]) == 2
+    assert "matching 2-diversity is infeasible" in capsys.readouterr().err
+    assert main(base + ["--out", "b", "--itemset-support", "9"]) == 0
+    assert "knowledge: 2 minimal negative association rules (2 in all)" in capsys.readouterr().out
+    assert main(base + ["--out", "c", "--itemset-support", "lots"]) == 2
+    assert "--itemset-support must be min, max or a count, got 'lots'" in capsys.readouterr().err
+    assert main(["anonymize", str(src), "--qi", "age", "--k", "2", "--out", "d", "--itemset-support", "5"]) == 2
+    assert "--itemset-support belongs to --method injector" in capsys.readouterr().err

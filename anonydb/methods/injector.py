@@ -73,10 +73,14 @@ class InjectorResult:
 
 def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out: str, min_exp: float = 0.9,
              hierarchies: dict[str, Hierarchy] | None = None, engine: Engine | Any = None,
-             seed: int | None = None, replace: bool = False, rules: Rules | None = None) -> InjectorResult:
+             seed: int | None = None, replace: bool = False, rules: Rules | None = None,
+             itemset_support: str | int = "min") -> InjectorResult:
     """Release ``source`` as ``<out>_qit`` / ``<out>_st``, matching ``l``-diverse against the rules
     mined at ``min_exp`` over ``hierarchies`` (or given ``rules``, mined from the same table). The
-    QIT holds the QIs only; ``seed`` None orders rows and fills groups by a fresh secret."""
+    QIT holds the QIs only; ``seed`` None orders rows and fills groups by a fresh secret.
+    ``itemset_support``: the count an itemset needs before rules are formed
+    (:func:`anonydb.attacks.knowledge.mine_rules`; from 1000 tuples the rules are the thesis's kind
+    and Injector runs at its defaults on Adult, BENCHMARKS.md "Fidelity")."""
     t0 = time.perf_counter()
     eng = connect(engine)
     if eng.dialect == "spark":  # refused before anything is read or written
@@ -98,7 +102,7 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
                 raise InfeasibleError(f"the table has {n} rows, fewer than l = {lv}: no group of l tuples exists")
             tm = time.perf_counter()
             kb = rules or mine_rules(rel, qi_cols, sensitive, min_exp=min_exp, hierarchies=hierarchies, engine=eng,
-                                     scratch=s)
+                                     scratch=s, itemset_support=itemset_support)
             mine_s = time.perf_counter() - tm
             rows = _with_classes(eng, s, rel, kb)
             m = len(kb.values)

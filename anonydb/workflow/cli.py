@@ -223,6 +223,10 @@ def _parser() -> argparse.ArgumentParser:
                         "(QIT/ST pair, matching l-diverse against rules mined from the data; needs --l)")
     a.add_argument("--min-exp", type=float, metavar="E",
                    help="injector: the minimum expectation of the mined negative association rules (default 0.9)")
+    a.add_argument("--itemset-support", metavar="N",
+                   help="injector: the tuples an itemset needs before rules are formed from it: min (default, the "
+                        "smallest rule threshold), max (the largest) or a count; from 1000 the rules are the "
+                        "thesis's kind")
     a.add_argument("--bt", action="append", default=[], metavar="B:T",
                    help="mondrian: (B,t)-privacy against the kernel-prior adversary of bandwidth B (one number, or "
                         "one per QI comma-separated): every tuple's posterior within t of its prior; repeat for "
@@ -394,6 +398,15 @@ def _plan(args) -> int:
     return 0
 
 
+def _itemset_support(text: str | None) -> str | int:
+    if text is None or text in ("min", "max"):
+        return text or "min"
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(f"--itemset-support must be min, max or a count, got {text!r}") from None
+
+
 def _sql(args) -> int:
     from ..sqlscript import script, write
 
@@ -554,6 +567,8 @@ def _anonymize(args: argparse.Namespace) -> int:
         raise InputError(f"{', '.join(slicing_only)} belong to --method slicing")
     if args.min_exp is not None and args.method != "injector":
         raise InputError("--min-exp belongs to --method injector")
+    if args.itemset_support is not None and args.method != "injector":
+        raise InputError("--itemset-support belongs to --method injector")
     if (args.bt or args.bt_distance) and args.method != "mondrian":
         raise InputError("--bt and --bt-distance belong to --method mondrian")
     if args.membership and args.method not in ("slicing", "anatomy"):
@@ -951,7 +966,7 @@ def _injector(args: argparse.Namespace, engine, hierarchies) -> int:
     try:
         result = injector(args.source, args.qi, args.sensitive, l=_int_if_whole(args.l), out=args.out, engine=engine,
                           min_exp=0.9 if args.min_exp is None else args.min_exp, hierarchies=hierarchies or None,
-                          seed=args.seed, replace=args.replace)
+                          seed=args.seed, replace=args.replace, itemset_support=_itemset_support(args.itemset_support))
         if args.export:
             _export_pair(engine, result, args.export)
     finally:
