@@ -31,7 +31,7 @@ import numpy as np
 
 from ..engines.base import Engine
 from ..engines import connect
-from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable
+from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable, option
 from ..hierarchy import Hierarchy
 from ..attacks.knowledge import Rules, mine_rules
 from ..models.matching_diversity import check_l, group_verdicts
@@ -69,6 +69,12 @@ class InjectorResult:
                 f"  verified: matching l-diversity holds (every tuple has >= {self.min_valid} valid values); "
                 f"{self.leftovers} tuples placed after grouping, {self.merges} merges"
                 + "".join("\n" + x for x in publication_lines(self.dropped, [], self.order)))
+
+
+def _spell(name: str, value: Any) -> str:
+    """``--name value`` in the CLI, ``name=value`` in Python."""
+    o = option(name)
+    return f"{o}{value}" if o.endswith(("=", ":")) else f"{o} {value}"
 
 
 def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out: str, min_exp: float = 0.9,
@@ -112,8 +118,9 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
                 raise InfeasibleError(
                     f"matching {lv}-diversity is infeasible: {short} of {n} tuples can take fewer than {lv} of the "
                     f"{m} values of {sensitive!r} under the {kb.minimal} mined rules (minExp {kb.min_exp:g}), so no "
-                    f"group gives them {lv} valid values; lower l, raise min_exp, or coarsen the hierarchies "
-                    f"(largest feasible l: {_largest_l(eng, rows, m)})")
+                    f"group gives them {lv} valid values; lower l, raise min_exp, coarsen the hierarchies, or form "
+                    f"rules from larger itemsets only ({_spell('itemset_support', 1000)}, say); the largest feasible l here is "
+                    f"{_largest_l(eng, rows, m)}")
             cls = eng.fetch_rows(f"SELECT _adb_code, _adb_ivs, count(*) FROM {ident(rows)} GROUP BY ALL ORDER BY 1, 2")[1]
             codes = np.array([c for c, _, _ in cls], dtype=np.int64)
             ivs = np.array([v for _, v, _ in cls], dtype=np.int64)
