@@ -297,6 +297,21 @@ def _fuzzy_oracle(rows, min_exp, min_count=0):
     return rules
 
 
+def _rule_supports(engine, r) -> dict:
+    """{(((attr, node), ...), value): support} of every mined rule."""
+    rows = engine.fetch_rows(
+        f"SELECT r.rule_id, r._adb_code, r.support, list(p.attr ORDER BY p.attr), list(p.node ORDER BY p.attr) "
+        f"FROM {r.rules} AS r JOIN {r.preds} AS p USING (rule_id) GROUP BY ALL")[1]
+    return {(tuple((r.qi[a], v) for a, v in zip(attrs, nodes)), r.values[code]): support
+            for _, code, support, attrs, nodes in rows}
+
+
+def _assert_same_rules(got: dict, want: dict) -> None:
+    assert got.keys() == want.keys()
+    for k, c in want.items():
+        assert got[k] == pytest.approx(c, abs=1e-9)
+
+
 def test_fuzzy_support_tv6(engine):
     """Thesis §3.3.2 on the toy table (TV6, minExp 0.5), age fuzzy: 22 -> {21} style partial
     support kills rules about narrow ages. By hand: {age = [50, 60[} covers 50..56 (half-width 3.5),
@@ -308,14 +323,8 @@ def test_fuzzy_support_tv6(engine):
     with engine.scratch("t") as s:
         r = mine_rules("toy", ["age", "sex"], "disease", min_exp=0.5, hierarchies=DECADES, engine=engine, scratch=s,
                        fuzzy=["age"])
-        got = {}
-        for _, code, support, attrs, nodes in engine.fetch_rows(
-                f"SELECT r.rule_id, r._adb_code, r.support, list(p.attr ORDER BY p.attr), list(p.node ORDER BY p.attr) "
-                f"FROM {r.rules} AS r JOIN {r.preds} AS p USING (rule_id) GROUP BY ALL")[1]:
-            got[(tuple((r.qi[a], v) for a, v in zip(attrs, nodes)), r.values[code])] = support
-    assert got.keys() == want.keys()
-    for k, c in want.items():
-        assert got[k] == pytest.approx(c, abs=1e-9)
+        got = _rule_supports(engine, r)
+    _assert_same_rules(got, want)
     assert ((("age", "[50, 60["),), "Cancer") not in got  # crisp: C = 4, a rule
     assert ((("sex", "F"),), "Emphysema") in got  # sex is crisp: unchanged
 
@@ -332,14 +341,8 @@ def test_fuzzy_mining_equals_the_oracle(engine, seed):
     with engine.scratch("o") as sc:
         r = mine_rules("t", ["age", "sex"], "s", min_exp=min_exp, hierarchies=DECADES, engine=engine, scratch=sc,
                        fuzzy="age")
-        got = {}
-        for _, code, support, attrs, nodes in engine.fetch_rows(
-                f"SELECT r.rule_id, r._adb_code, r.support, list(p.attr ORDER BY p.attr), list(p.node ORDER BY p.attr) "
-                f"FROM {r.rules} AS r JOIN {r.preds} AS p USING (rule_id) GROUP BY ALL")[1]:
-            got[(tuple((r.qi[a], v) for a, v in zip(attrs, nodes)), r.values[code])] = support
-    assert got.keys() == want.keys()
-    for k, c in want.items():
-        assert got[k] == pytest.approx(c, abs=1e-9)
+        got = _rule_supports(engine, r)
+    _assert_same_rules(got, want)
 
 
 def test_fuzzy_bad_inputs(engine):

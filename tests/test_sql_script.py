@@ -41,6 +41,13 @@ def run_cli(db: Path | None, sql: str, check: bool = True) -> subprocess.Complet
     return r
 
 
+def assert_one_line_error(sql: str, message: str) -> None:
+    """The CLI session fails with one line holding ``message`` and prints no row."""
+    r = run_cli(None, sql, check=False)
+    err = r.stderr.strip()
+    assert r.returncode != 0 and r.stdout.strip() == "" and err.count("\n") == 0 and message in err, err
+
+
 def rows(out: str) -> list[dict]:
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
@@ -293,9 +300,7 @@ def test_generalize_bad_arguments_one_line(script_file, call, message):
     sql = (f".read {script_file}\nCREATE TABLE t AS SELECT * FROM (VALUES ('x', 'x'), ('y', 'y'), ('y', 'z')) v(a, s);\n"
            "CREATE TABLE h AS SELECT * FROM (VALUES ('x', 'xy', '*'), ('y', 'xy', '*')) v(c0, c1, c2);\n"
            f"CREATE TABLE out AS FROM {call};\n")
-    r = run_cli(None, sql, check=False)
-    err = r.stderr.strip()
-    assert r.returncode != 0 and err.count("\n") == 0 and message in err, err
+    assert_one_line_error(sql, message)
 
 
 def test_readme_only_sql_session_is_true(tmp_path):
@@ -415,9 +420,7 @@ def test_mondrian_bad_arguments_one_line(script_file, call, message):
     sql = (f".read {script_file}\nCREATE TABLE t AS SELECT * FROM (VALUES (1, 'x'), (2, 'y'), (2, 'z')) v(a, s);\n"
            "CREATE TABLE n AS SELECT * FROM (VALUES (1), (NULL)) v(a);\n"
            f"CREATE TABLE out AS FROM {call};\n")
-    r = run_cli(None, sql, check=False)
-    err = r.stderr.strip()
-    assert r.returncode != 0 and err.count("\n") == 0 and message in err, err
+    assert_one_line_error(sql, message)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -500,6 +503,4 @@ def test_anatomy_bad_arguments_one_line(script_file, call, message):
     sql = (f".read {script_file}\nCREATE TABLE t AS SELECT * FROM (VALUES (1, 'x'), (2, 'y'), (2, 'z'), (3, 'x')) v(a, s);\n"
            "CREATE TABLE e (a INTEGER, s VARCHAR);\n"
            f"CREATE TABLE out AS FROM {call};\n")
-    r = run_cli(None, sql, check=False)
-    err = r.stderr.strip()
-    assert r.returncode != 0 and err.count("\n") == 0 and message in err, err
+    assert_one_line_error(sql, message)
