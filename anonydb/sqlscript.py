@@ -137,11 +137,11 @@ def _macro(c: Check) -> str:
                 ELSE TRUE END AS _adb_ok
     FROM (SELECT DISTINCT CAST(_adb_sa AS VARCHAR) AS v FROM _adb_glob WHERE _adb_sa IS NOT NULL) AS d
     WHERE v NOT IN (SELECT _adb_leaf FROM _adb_hier WHERE _adb_h = 0 AND _adb_leaf IS NOT NULL)"""
-    exact = ("CAST(worst_num AS VARCHAR) || CASE WHEN worst_den = 1 THEN '' ELSE '/' || CAST(worst_den AS VARCHAR) END"
-             if c.exact else "NULL")
-    reduce = ("SELECT *, CAST(worst_num // g AS HUGEINT) AS worst_num_r, CAST(worst_den // g AS HUGEINT) AS worst_den_r "
+    # the worst value wn / wd, reduced when it is an exact fraction
+    exact = "CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END" if c.exact else "NULL"
+    reduce = ("SELECT *, CAST(worst_num // g AS HUGEINT) AS wn, CAST(worst_den // g AS HUGEINT) AS wd "
               "FROM (SELECT *, gcd(CAST(worst_num AS HUGEINT), CAST(worst_den AS HUGEINT)) AS g FROM _adb_summary0)"
-              if c.exact else "SELECT *, worst_num AS worst_num_r, worst_den AS worst_den_r FROM _adb_summary0")
+              if c.exact else "SELECT *, worst_num AS wn, worst_den AS wd FROM _adb_summary0")
     summary = _T.render("verdict_summary.sql.j2", verdicts=c.verdicts, worst=c.worst).sql
     return f"""CREATE OR REPLACE MACRO {c.name}({', '.join(args)}) AS TABLE
 WITH _adb_cols AS (
@@ -165,12 +165,12 @@ WITH _adb_cols AS (
 ), _adb_summary0 AS (
 {summary}
 ), _adb_summary AS (
-    {reduce.replace("worst_num_r", "wn").replace("worst_den_r", "wd")}
+    {reduce}
 )
 SELECT '{c.model}' AS model,
        violating_groups = 0 AS holds,
        CAST(wn AS DOUBLE) / wd AS achieved,
-       {exact.replace("worst_num", "wn").replace("worst_den", "wd")} AS achieved_exact,
+       {exact} AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
 FROM _adb_summary, _adb_guard{", _adb_hguard" if c.hierarchy else ""}
 WHERE _adb_guard._adb_ok{" AND _adb_hguard._adb_ok" if c.hierarchy else ""};

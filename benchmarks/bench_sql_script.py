@@ -50,6 +50,21 @@ CASES = [
 ]
 
 
+def _data(census: int):
+    """A connection with the script's macros and the table `data`: Adult, or a synthetic census of
+    ``census`` rows; (connection, engine, QIs, label)."""
+    con = duckdb.connect()
+    con.execute(script())
+    eng = anonydb.connect(con)
+    if census:
+        from anonydb.datasets import synthetic_census
+
+        synthetic_census(eng, "data", rows=census, seed=42)
+        return con, eng, CENSUS_QIS, f"synthetic census, {census:,} rows"
+    con.execute(f"CREATE TABLE data AS FROM read_csv({literal(str(ADULT / 'adult.csv'))})")
+    return con, eng, ADULT_QIS, "Adult, 30,162 rows"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
@@ -57,19 +72,10 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None)
     args = ap.parse_args(argv)
 
-    con = duckdb.connect()
-    con.execute(script())
-    eng = anonydb.connect(con)
-    if args.census:
-        from anonydb.datasets import synthetic_census
-
-        synthetic_census(eng, "data", rows=args.census, seed=42)
-        qis, sa, label = CENSUS_QIS, "occupation", f"synthetic census, {args.census:,} rows"
-        h = None
-    else:
-        con.execute(f"CREATE TABLE data AS FROM read_csv({literal(str(ADULT / 'adult.csv'))})")
-        qis, sa, label = ADULT_QIS, "occupation", "Adult, 30,162 rows"
-        h = EnumeratedHierarchy.from_arx(ADULT / "adult_hierarchy_occupation.csv")
+    con, eng, qis, label = _data(args.census)
+    sa = "occupation"
+    h = None if args.census else EnumeratedHierarchy.from_arx(ADULT / "adult_hierarchy_occupation.csv")
+    if h is not None:
         con.execute(f"CREATE TABLE h_sa AS FROM anonydb_hierarchy({literal(str(ADULT / 'adult_hierarchy_occupation.csv'))})")
     q = "[" + ", ".join(literal(x) for x in qis) + "]"
     print(f"# {label}; QIs {', '.join(qis)}; sensitive {sa}; duckdb {duckdb.__version__}; {dt.date.today()}")
@@ -109,8 +115,6 @@ def main(argv=None) -> int:
     return 0
 
 
-
-
 def mondrian_main(argv=None) -> int:
     """anonydb_mondrian against anonymize() (the Python path) in one process, interleaved."""
     ap = argparse.ArgumentParser()
@@ -119,17 +123,7 @@ def mondrian_main(argv=None) -> int:
     args = ap.parse_args(argv)
     from anonydb.methods.mondrian import anonymize
 
-    con = duckdb.connect()
-    con.execute(script())
-    eng = anonydb.connect(con)
-    if args.census:
-        from anonydb.datasets import synthetic_census
-
-        synthetic_census(eng, "data", rows=args.census, seed=42)
-        qis, label = CENSUS_QIS, f"synthetic census, {args.census:,} rows"
-    else:
-        con.execute(f"CREATE TABLE data AS FROM read_csv({literal(str(ADULT / 'adult.csv'))})")
-        qis, label = ADULT_QIS, "Adult, 30,162 rows"
+    con, eng, qis, label = _data(args.census)
     q = "[" + ", ".join(literal(x) for x in qis) + "]"
     print(f"# Mondrian k=10, l=3, t=0.2 (equal EMD); {label}; QIs {', '.join(qis)}; duckdb {duckdb.__version__}")
     py_t, sql_t = [], []

@@ -1,7 +1,7 @@
 -- A full-domain release in SQL [Samarati 2001; Li thesis 1.2.3]: each quasi-identifier replaced by
 -- its ancestor at its level of its hierarchy (level 0: the value as it is), the sensitive attribute
 -- and the `keep` columns unchanged, no other column, rows in random order. Verified in the same
--- statement: a class below k, a class with fewer than l distinct sensitive values (NULL a value of
+-- statement, over every published column but the sensitive one (the kept columns included): a class below k, a class with fewer than l distinct sensitive values (NULL a value of
 -- its own), a value its hierarchy does not cover or a level above its root stops the query with
 -- error() instead of returning rows. The statement is built as text from the arguments (every name
 -- quoted as an identifier or a string) and run by query(); a bad argument known from the arguments
@@ -79,13 +79,17 @@ FROM query(CASE
     || '_adb_classes AS (SELECT count(*) AS n'
     || CASE WHEN l IS NULL THEN ''
             ELSE ', count(DISTINCT _adb_sa) + max(CASE WHEN _adb_sa IS NULL THEN 1 ELSE 0 END) AS d' END
-    || ' FROM _adb_g GROUP BY ' || array_to_string(list_transform(range(len(qis)), lambda i: '_adb_q' || i), ', ') || '), '
+    -- the classes of every published column but the sensitive one: a kept column is published as it is
+    || ' FROM _adb_g GROUP BY ' || array_to_string(list_transform(range(len(qis)), lambda i: '_adb_q' || i)
+                                                   || list_transform(range(len(keep)), lambda i: '_adb_k' || i), ', ') || '), '
     || '_adb_verdict AS (SELECT count(*) FILTER (WHERE n < ' || k || ') AS small, min(n) AS kmin'
     || CASE WHEN l IS NULL THEN ', 0 AS narrow' ELSE ', count(*) FILTER (WHERE d < ' || l || ') AS narrow' END
     || ' FROM _adb_classes), '
     || '_adb_gate AS (SELECT CASE WHEN b.b IS NOT NULL THEN error(''anonydb: '' || b.b) '
     || 'WHEN v.small > 0 THEN error(''anonydb: the release is not ' || k || '-anonymous: '' || v.small '
-    || '|| '' classes are smaller (the smallest has '' || v.kmin || '' rows); raise the levels'') '
+    || '|| '' classes are smaller (the smallest has '' || v.kmin || '' rows)' || CASE WHEN len(keep) > 0
+       THEN ' over the quasi-identifiers and the kept columns ' || replace(array_to_string(CAST(keep AS VARCHAR[]), ', '),
+            chr(39), chr(39) || chr(39)) || '; raise the levels or keep fewer columns'') ' ELSE '; raise the levels'') ' END
     || 'WHEN v.narrow > 0 THEN error(' || anonydb_text('anonydb: the release is not distinct ' || coalesce(CAST(l AS VARCHAR), '')
     || '-diverse: ') || ' || v.narrow || ' || anonydb_text(' classes have fewer values of ' || coalesce(sa, '') || '; raise the levels') || ') '
     || 'ELSE TRUE END AS ok FROM _adb_bad AS b, _adb_verdict AS v) '

@@ -89,6 +89,15 @@ def test_package_release_is_verified_and_refused_when_too_fine(tmp_path):
             USING (age, zip) WHERE g.n IS DISTINCT FROM s.n""").fetchone()[0] == 0
     finally:
         con.close()
+    # a kept column is verified with the quasi-identifiers: zip kept unchanged splits every class
+    (tmp_path / "project" / "models" / "census_generalized_keep.sql").write_text(
+        "{{ config(materialized='table') }}\n"
+        "{{ dbt_anonydb.generalized_release(ref('census'), quasi_identifiers=['age', 'sex'], sensitive='occupation', "
+        "hierarchies={'age': ref('hier_age')}, levels={'age': 2}, k=5, keep=['zip']) }}\n")
+    r = _build(tmp_path, "--select", "census_generalized_keep")
+    assert r.returncode != 0
+    lines = [x for x in r.stdout.splitlines() if "anonydb: " in x]
+    assert len(lines) == 1 and "over the quasi-identifiers and the kept columns zip" in lines[0], r.stdout[-2000:]
     r = _build(tmp_path, "--select", "census_generalized_unsafe", "--vars", "{include_unsafe_release: true}")
     assert r.returncode != 0
     lines = [x for x in r.stdout.splitlines() if "anonydb: " in x]

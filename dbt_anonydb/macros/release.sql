@@ -2,7 +2,7 @@
     each quasi-identifier is replaced by its ancestor at the given level of its hierarchy, and the
     release holds only the quasi-identifiers, the sensitive attribute and the `keep` columns (a
     column without a role never leaves), in random order. The models are checked inside the same
-    statement: a release that would violate k-anonymity or distinct l-diversity, or a value the
+    statement, over every published column but the sensitive one (the kept columns too): a release that would violate k-anonymity or distinct l-diversity, or a value the
     hierarchy does not cover, stops the query with one line ("anonydb: ...") instead of returning
     rows, so dbt materializes nothing (fail closed).
 
@@ -78,7 +78,8 @@ with _adb_src as (
     select count(*) as _adb_n
            {%- if l is not none %}, count(distinct {{ adapter.quote(sensitive) }}) + max(case when {{ adapter.quote(sensitive) }} is null then 1 else 0 end) as _adb_d{% endif %}
     from _adb_rel
-    group by {% for q in quasi_identifiers %}{{ adapter.quote(q) }}{{ ", " if not loop.last }}{% endfor %}
+    {#- every published column but the sensitive one: a kept column is published as it is #}
+    group by {% for q in quasi_identifiers + keep %}{{ adapter.quote(q) }}{{ ", " if not loop.last }}{% endfor %}
 ), _adb_verdict as (
     select
         {%- if k is not none %} sum(case when _adb_n < {{ k | int }} then 1 else 0 end){% else %} 0{% endif %} as _adb_small,
@@ -93,7 +94,7 @@ with _adb_src as (
         when c._adb_missing is not null
             then {{ dbt_anonydb.fail("'anonydb: a hierarchy does not cover the value ' || c._adb_missing") }}
         when v._adb_small > 0
-            then {{ dbt_anonydb.fail("'anonydb: the release is not " ~ k ~ "-anonymous: ' || cast(v._adb_small as " ~ text ~ ") || ' classes are smaller (the smallest has ' || cast(v._adb_k as " ~ text ~ ") || ' rows); raise the levels'") }}
+            then {{ dbt_anonydb.fail("'anonydb: the release is not " ~ k ~ "-anonymous: ' || cast(v._adb_small as " ~ text ~ ") || ' classes are smaller (the smallest has ' || cast(v._adb_k as " ~ text ~ ") || ' rows" ~ (" over the quasi-identifiers and the kept columns " ~ keep | join(", ") ~ "); raise the levels or keep fewer columns" if keep else "); raise the levels") ~ "'") }}
         when v._adb_narrow > 0
             then {{ dbt_anonydb.fail("'anonydb: the release is not distinct " ~ l ~ "-diverse: ' || cast(v._adb_narrow as " ~ text ~ ") || ' classes have fewer values of " ~ sensitive ~ "; raise the levels'") }}
         else 1 end as _adb_ok
