@@ -9,6 +9,7 @@ size, and in the settings of Li's thesis (Chapter 2).
     python benchmarks/bench_mondrian.py alone --repeat 5 [--plan levelwise] [--plan-cost]
     python benchmarks/bench_mondrian.py scale --rows 100000 400000 --plans recursive levelwise
     python benchmarks/bench_mondrian.py scale-one --rows 10000000 --memory-limit 4GB --profile --spill --shuffle-cost
+    python benchmarks/bench_mondrian.py floors --rows 10000000 --memory-limit 4GB
 
 ``adult``: k=10 over 8 QIs (sensitive salary-class), anonydb (categorical="order", the flat NCP of
 the Python Mondrian tools) alternated with anonypy's Mondrian (partition + generalize) and with
@@ -250,7 +251,7 @@ def cmd_scale_one(args, argv) -> int:
             entry = by[x.template or " ".join(x.sql.split())[:60]]
             entry[0] += x.seconds
             entry[1] += 1
-        for k, (sec, n) in sorted(by.items(), key=lambda kv: -kv[1][0])[:12]:
+        for k, (sec, n) in sorted(by.items(), key=lambda kv: -kv[1][0])[:args.top]:
             print(f"  {sec:8.2f} s  {n:4d} x  {k}", file=sys.stderr)
     if args.shuffle_cost:  # the release's rows written again, in a random order (as released) and as they are
         for key, order in (("rewrite_shuffled_s", " ORDER BY hash(rowid + 1), rowid"), ("rewrite_unordered_s", "")):
@@ -379,6 +380,50 @@ def cmd_thesis(args, argv) -> int:
     return 0
 
 
+def cmd_floors(args, argv) -> int:
+    """The least work each step of the level-wise plan and the release must do at this size, each a
+    bare statement over a table shaped like Mondrian's (issue 29's profile): a round reads the open
+    rows twice (the stats, the histogram) and writes them once (the relabel), all rows are open for
+    about log2(rows / class size) rounds; the release reads every source row once, joins its class
+    and writes the rows in a keyed-hash order; the verification groups the release."""
+    from anonydb.datasets import CENSUS_QIS, synthetic_census
+
+    e = anonydb.connect()
+    e.execute(f"SET memory_limit='{args.memory_limit}'")
+    synthetic_census(e, "census", rows=args.rows, seed=args.seed)
+    n = args.rows
+    codes = ", ".join(f"CAST(dense_rank() OVER (ORDER BY {ident(q)}) AS INTEGER) AS c{i}" for i, q in enumerate(CENSUS_QIS))
+    e.execute(f"CREATE TABLE w AS SELECT CAST(rowid AS BIGINT) AS rid, CAST(hash(rowid) % 65536 AS BIGINT) AS pid, {codes} "
+              f"FROM census")
+    c = [f"c{i}" for i in range(len(CENSUS_QIS))]
+    cls = "CAST(hash(rowid) % 680000 AS BIGINT)"
+    e.execute(f"CREATE TABLE lab AS SELECT {cls} AS pid, " + ", ".join(f"'[' || {ident(q)} || ']' AS {ident(q)}" for q in CENSUS_QIS)
+              + " FROM census LIMIT 680000")
+    steps = [
+        ("stats: GROUP BY partition, min/max of 8 codes (read)",
+         f"SELECT count(*) FROM (SELECT pid, {', '.join(f'min({x}), max({x})' for x in c)} FROM w GROUP BY pid)"),
+        ("histogram: GROUP BY partition, one code (read)", "SELECT count(*) FROM (SELECT pid, c0, count(*) FROM w GROUP BY ALL)"),
+        ("relabel: copy the open rows with a new partition id (read + write)",
+         "CREATE OR REPLACE TABLE w2 AS SELECT rid, pid * 2 + (c0 & 1) AS pid, " + ", ".join(c[1:]) + ", c0 FROM w"),
+        ("release: source joined with its class, keyed-hash order (read + write)",
+         f"CREATE OR REPLACE TABLE r AS SELECT l.*, b.occupation FROM census AS b JOIN lab AS l ON l.pid = {cls.replace('rowid', 'b.rowid')} "
+         "ORDER BY md5_number(CAST(b.rowid AS VARCHAR) || 'a-secret-key-of-24-chars'), b.rowid"),
+        ("verification: GROUP BY the published QIs and SA (read)",
+         "SELECT count(*) FROM (SELECT count(*) FROM r GROUP BY ALL)"),
+    ]
+    print(f"# floors of Mondrian's steps, {n:,} rows, memory_limit {args.memory_limit}, {dt.date.today()}; "
+          f"command: {_command(argv)}")
+    print("| step | median s | runs |")
+    print("|---|---|---|")
+    for name, sql in steps:
+        runs = []
+        for _ in range(args.repeat):
+            s, _ = _timed(lambda: e.fetch_rows(sql) if sql.startswith("SELECT") else e.execute(sql))
+            runs.append(s)
+        print(f"| {name} | {statistics.median(runs):.2f} | {_runs(runs)} |", flush=True)
+    return 0
+
+
 def cmd_thesis_sweep(args, argv) -> int:
     """Issue 28, part 2: the similarity attack on the l-diverse Mondrian tables under the cut
     choices the thesis leaves open. The thesis adapts LeFevre's Mondrian (binary cuts); anonydb's
@@ -448,18 +493,24 @@ def main(argv=None) -> int:
     o.add_argument("--seed", type=int, default=42)
     o.add_argument("--verbose", action="store_true")
     o.add_argument("--profile", action="store_true", help="print the seconds per template to stderr")
+    o.add_argument("--top", type=int, default=12, help="with --profile: how many templates to print")
     o.add_argument("--spill", action="store_true", help="record the peak size of DuckDB's temporary (spill) directory")
     o.add_argument("--shuffle-cost", action="store_true",
                    help="write the release's rows again, shuffled and unordered (rewrite_shuffled_s, rewrite_unordered_s)")
     t = sub.add_parser("thesis", help="Li's thesis Chapter 2 settings on Adult with the similarity attack")
     t.add_argument("--repeat", type=int, default=3)
+    f = sub.add_parser("floors", help="issue 29: the least work of each step at one size")
+    f.add_argument("--rows", type=int, default=10_000_000)
+    f.add_argument("--memory-limit", default="4GB")
+    f.add_argument("--seed", type=int, default=42)
+    f.add_argument("--repeat", type=int, default=3)
     w = sub.add_parser("alone", help="anonydb's Adult k=10 run alone (no peer in the process)")
     w.add_argument("--repeat", type=int, default=5)
     w.add_argument("--plan", choices=PLANS, default="auto")
     w.add_argument("--plan-cost", action="store_true", help="per template, the median ms to prepare and to run")
     args = ap.parse_args(argv)
     return {"adult": cmd_adult, "scale": cmd_scale, "scale-one": cmd_scale_one, "thesis": cmd_thesis,
-            "thesis-sweep": cmd_thesis_sweep,
+            "thesis-sweep": cmd_thesis_sweep, "floors": cmd_floors,
             "alone": cmd_alone}[args.cmd](args, argv)
 
 

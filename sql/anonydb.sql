@@ -1013,14 +1013,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -1175,14 +1180,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -1344,14 +1354,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -1520,14 +1535,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -1703,14 +1723,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -1893,14 +1918,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -2090,14 +2120,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -2294,14 +2329,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -2505,14 +2545,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_c8
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_c8, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_c8
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_c8, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) WHEN 8 THEN CAST(w._adb_c8 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -2723,14 +2768,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_c8, r._adb_c9
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_c8, w._adb_c9, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_c8, r._adb_c9
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_c8, w._adb_c9, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) WHEN 8 THEN CAST(w._adb_c8 AS DOUBLE) WHEN 9 THEN CAST(w._adb_c9 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -2903,14 +2953,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_sa
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_sa, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_sa
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_sa, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -3102,14 +3157,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_sa
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_sa, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_sa
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_sa, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -3308,14 +3368,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_sa
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_sa, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_sa
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_sa, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -3521,14 +3586,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_sa
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_sa, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_sa
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_sa, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -3741,14 +3811,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_sa
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_sa, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_sa
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_sa, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -3968,14 +4043,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_sa
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_sa, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_sa
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_sa, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -4202,14 +4282,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_sa
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_sa, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_sa
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_sa, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -4443,14 +4528,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_sa
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_sa, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_sa
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_sa, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -4691,14 +4781,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_c8, r._adb_sa
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_c8, w._adb_sa, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_c8, r._adb_sa
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_c8, w._adb_sa, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) WHEN 8 THEN CAST(w._adb_c8 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
@@ -4946,14 +5041,19 @@ JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
     )
     SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
     FROM (
-SELECT r._adb_rid, ch._adb_new AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_c8, r._adb_c9, r._adb_sa
-FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_c8, w._adb_c9, w._adb_sa, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_c8, r._adb_c9, r._adb_sa
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_c8, w._adb_c9, w._adb_sa, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
 CAST(NULL AS DOUBLE) AS _adb_child
 FROM "_adb_open" AS w
-JOIN "_adb_chosen" AS c ON c._adb_pid = w._adb_pid
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
 CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) WHEN 8 THEN CAST(w._adb_c8 AS DOUBLE) WHEN 9 THEN CAST(w._adb_c9 AS DOUBLE) END AS _adb_v) AS x
 ) AS r
-JOIN "_adb_children" AS ch ON ch._adb_pid = r._adb_pid AND ch._adb_side = CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END
+
     ) AS nx CROSS JOIN _adb_lv AS lv
     UNION ALL
     SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE

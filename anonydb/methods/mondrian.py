@@ -61,6 +61,7 @@ class _QI:
     range: float = 0.0  # global max code - min code (hierarchical: leaves - 1)
     hierarchy: EnumeratedHierarchy | None = None
     card: int = 0  # categorical: number of values (hierarchical: leaves)
+    values: str | None = None  # ordered, numeric, date: its value table (mondrian_values.sql.j2)
 
 
 @dataclass
@@ -177,9 +178,10 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, rid, total,
                                types, hierarchies.get(sensitive) if sensitive else None, qi_cols)
             planner.bind_members(hierarchies, kinds)
-            assign, rounds, tree = planner.run(progress, plan)
+            rows, rounds, tree = planner.run(progress, plan)
             stage = pub.stage()
-            boxes, joined = _materialize(eng, s, base, rid, assign, qis, hq, columns.published, stage, order)
+            boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, columns.published, stage, order,
+                                         joined=bool(planner.bt))
             released, n_classes = eng.fetch_rows(f"SELECT count(*), count(DISTINCT eq_class) FROM {ident(stage)}")[1][0]
             if released != total:  # every input row appears exactly once
                 raise AnonyDBError(f"internal error: the release holds {released} rows, the source {total}")
@@ -198,7 +200,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             report = pub.staged[stage]
             ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
             kmin = min(ks) if ks else None
-            utility = _utility(eng, joined, boxes, qis, sensitive, total, kmin, relaxed)
+            utility = _utility(eng, rows, boxes, qis, sensitive, None if sa else (base, rid), total, kmin, relaxed)
         pub.commit([(stage, out)], as_view)
     return MondrianResult(table=out, rows=int(total), classes=n_classes, rounds=rounds,
                           seconds=time.perf_counter() - t0, utility=utility, report=report,
@@ -220,9 +222,9 @@ def _attach(pub: Publication, stage: str, report: Any) -> None:
 # ------------------------------------------------------------------------------------------------
 def _code_qis(eng, s, base, qi_cols, types, kinds, hierarchies, categorical) -> list[_QI]:
     """Each QI's kind and coding. The ranges and NULL counts of every numeric and date QI come from
-    one query; an ordered QI's dictionary (value -> code in sorted order, NULL a value of its own)
-    is built inside the work statement (``mondrian_work.sql.j2``), its size read from the codes
-    (:meth:`_Planner.setup`); a hierarchical one's is built here."""
+    one query; an ordered QI's value table (value -> code in sorted order, NULL a value of its own,
+    ``mondrian_values.sql.j2``) and a hierarchical one's dictionary are built here, an ordered one's
+    size read from the codes (:meth:`_Planner.setup`)."""
     qis: list[_QI] = []
     stats: list[str] = []  # the one query's expressions, three per numeric or date QI
     for c in qi_cols:
@@ -257,7 +259,9 @@ def _code_qis(eng, s, base, qi_cols, types, kinds, hierarchies, categorical) -> 
                            card=len(leaves)))
             stats.append(f"count(*) FILTER (WHERE {ident(c)} IS NULL)")  # a hierarchy's leaves never hold NULL
         else:  # card and range are read from the codes when the work statement has built them
-            qis.append(_QI(c, "ordered"))
+            q = _QI(c, "ordered")
+            q.values = s.table(eng.render("mondrian_values.sql.j2", q=q, base=base))
+            qis.append(q)
     if stats:
         got = iter(eng.fetch_rows(f"SELECT {', '.join(stats)} FROM {ident(base)}")[1][0])
         for q in qis:
@@ -335,6 +339,11 @@ class _Planner:
     def render(self, template: str, **kw):
         return self.eng.render(template, qis=self.qis, hq=self.hq, sensitive=self.sa, relaxed=self.relaxed,
                                min_cut=self.min_cut, **kw)
+
+    def row_columns(self) -> str:
+        """The columns a final row keeps for the release (row id, partition, codes, sensitive value)."""
+        return ", ".join(["_adb_rid", "_adb_pid"] + [f"_adb_c{i}" for i in range(len(self.qis))]
+                         + (["_adb_sa"] if self.sa else []))
 
     def bind_members(self, hierarchies, kinds) -> None:
         """Number the distinct QI tuples and estimate each tuple-judging model's prior over them."""
@@ -444,8 +453,9 @@ class _Planner:
 
     # the rounds -----------------------------------------------------------------------------------
     def run(self, progress=None, plan: str = "auto") -> tuple[str, int, str | None]:
-        """Partition the rows: (assignment (row id, partition id), rounds, partition tree; None from
-        the recursive plan, which (n,t)-closeness, the tree's only reader, never takes)."""
+        """Partition the rows: (the final rows: row id, partition id, codes and carried sensitive
+        value (:meth:`row_columns`); rounds; partition tree, None from the recursive plan, which
+        (n,t)-closeness, the tree's only reader, never takes)."""
         self.setup()
         if plan == "recursive" or (plan == "auto" and self.recursive_ok()):
             return self._run_recursive(progress)
@@ -484,7 +494,8 @@ class _Planner:
         ok = self.judge("_adb_split", keys, groups="_adb_groups" if self.sa else "_adb_split", inline=True)
         self.assign = self.s.table(self.render("mondrian_recursive.sql.j2", work=self.work, ok=ok,
                                                groups_sql=groups_sql, try_all_dims=self.try_all_dims,
-                                               from_rows=self.relaxed and bool(self.sa), with_qid=False))
+                                               from_rows=self.relaxed and bool(self.sa), with_qid=False,
+                                               rows_out=True))
         rounds, classes = self.eng.fetch_rows(f"SELECT max(_adb_lvl), count(DISTINCT _adb_pid) "
                                               f"FROM {ident(self.assign)}")[1][0]
         if progress:
@@ -494,7 +505,7 @@ class _Planner:
     def _run_levelwise(self, progress=None) -> tuple[str, int, str]:
         """One round at a time: Python loops over rounds, each a few statements."""
         e, s = self.eng, self.s
-        self.assign = s.table("SELECT CAST(0 AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid LIMIT 0")
+        self.assign = s.table(f"SELECT {self.row_columns()} FROM {ident(self.work)} LIMIT 0")
         # the partition tree: every partition with its parent and size (the root has parent NULL)
         self.tree = s.table(f"SELECT CAST(0 AS BIGINT) AS _adb_pid, CAST(NULL AS BIGINT) AS _adb_parent, "
                             f"CAST({self.total} AS BIGINT) AS _adb_n")
@@ -542,7 +553,7 @@ class _Planner:
             chosen = chosen_parts[0] if len(chosen_parts) == 1 else \
                 s.put("chosen", " UNION ALL ".join(f"SELECT * FROM {ident(p)}" for p in chosen_parts))
             # final partitions: every open partition without an allowable cut
-            e.execute(f"INSERT INTO {ident(self.assign)} SELECT _adb_rid, _adb_pid FROM {ident(self.work)} "
+            e.execute(f"INSERT INTO {ident(self.assign)} SELECT {self.row_columns()} FROM {ident(self.work)} "
                       f"WHERE _adb_pid NOT IN (SELECT _adb_pid FROM {ident(chosen)})")
             sides = s.put("sides", " UNION ALL ".join(side_parts)) if self.nt else \
                 "(" + " UNION ALL ".join(side_parts) + ")"
@@ -599,7 +610,9 @@ class _Planner:
         sql = (f"SELECT r._adb_rid, CAST(f._adb_f * 4294967296 + r._adb_pid AS BIGINT) AS _adb_pid, CAST(r._adb_lvl AS INTEGER) AS _adb_lvl "
                f"FROM ({rec}) AS r CROSS JOIN (SELECT min(_adb_pid) AS _adb_f FROM {ident(self.work)}) AS f")
         done = e.per_group(s, self.work, "_adb_pid", sql, "_adb_rid BIGINT, _adb_pid BIGINT, _adb_lvl INTEGER")
-        e.execute(f"INSERT INTO {ident(self.assign)} SELECT _adb_rid, _adb_pid FROM {ident(done)}")
+        cols = ", ".join(f"w.{c}" if c != "_adb_pid" else "d._adb_pid" for c in self.row_columns().split(", "))
+        e.execute(f"INSERT INTO {ident(self.assign)} SELECT {cols} FROM {ident(done)} AS d "
+                  f"JOIN {ident(self.work)} AS w ON w._adb_rid = d._adb_rid")
         levels, classes = e.fetch_rows(f"SELECT max(_adb_lvl), count(DISTINCT _adb_pid) FROM {ident(done)}")[1][0]
         if progress:
             progress({"round": rnd + int(levels or 0), "open": 0, "final": int(classes), "rows_open": 0})
@@ -669,10 +682,12 @@ class _Planner:
 
 
 # ------------------------------------------------------------------------------------------------
-def _materialize(eng, s, base, rid, assign, qis, hq, published, stage, order) -> tuple[str, str]:
+def _materialize(eng, s, base, rid, rows, qis, hq, published, stage, order, joined=False) -> tuple[str, str | None]:
     """The release: generalized QIs (each under its own name: a label; numeric and date QIs also as
     <name>_lo / <name>_hi), eq_class, the sensitive and kept columns unchanged, rows in the order of
-    ``order`` (a keyed hash). Boxes come from each final partition's own rows."""
+    ``order`` (a keyed hash). Boxes and labels are built once per class from the final rows' codes
+    (``rows``, :meth:`_Planner.run`); the source rows are read once, by the release itself. Returns
+    (boxes, the source rows joined with their partition, made only when ``joined`` is asked)."""
     taken = set(published)
     for q in qis:
         if q.kind in ("numeric", "date"):
@@ -682,22 +697,30 @@ def _materialize(eng, s, base, rid, assign, qis, hq, published, stage, order) ->
                                      f"but the source already has a column of that name")
     if "eq_class" in taken:
         raise InputError("the release adds the column 'eq_class', but the source already has one")
-    rid_col = "" if rid == "_adb_rid" else f"b.{rid} AS _adb_rid, "
-    joined = s.table(f"SELECT a._adb_pid, {rid_col}b.* FROM {ident(base)} AS b JOIN {ident(assign)} AS a "
-                     f"ON a._adb_rid = b.{ident(rid) if rid == '_adb_rid' else rid}")  # rows with their class, once
-    boxes = s.table(eng.render("mondrian_boxes.sql.j2", joined=joined, qis=qis, hq=hq))
+    for q in qis:
+        if q.kind in ("numeric", "date") and q.values is None:
+            q.values = s.table(eng.render("mondrian_values.sql.j2", q=q, base=base))
+    boxes = s.table(eng.render("mondrian_boxes.sql.j2", rows=rows, qis=qis, hq=hq))
     qcol = {q.column: i for i, q in enumerate(qis)}
-    eng.execute(eng.render("mondrian_release.sql.j2", stage=stage, joined=joined, boxes=boxes,
+    eng.execute(eng.render("mondrian_release.sql.j2", stage=stage, base=base, rid=rid, rows=rows, boxes=boxes,
                            qis=qis, qcol=qcol, keep=published, key=order.key))
-    return boxes, joined
+    if not joined:
+        return boxes, None
+    rid_col = "" if rid == "_adb_rid" else f"b.{rid} AS _adb_rid, "
+    return boxes, s.table(f"SELECT a._adb_pid, {rid_col}b.* FROM {ident(base)} AS b JOIN {ident(rows)} AS a "
+                          f"ON a._adb_rid = b.{ident(rid) if rid == '_adb_rid' else rid}")
 
 
-def _utility(eng, joined, boxes, qis, sensitive, total, k, relaxed) -> dict[str, Any]:
-    """DM, C_AVG, GCP and NCP, KL-divergence [Li thesis 1.2.3; spec-closeness-slicing 6.1, 6.2, 6.6].
+def _utility(eng, rows, boxes, qis, sensitive, source, total, k, relaxed) -> dict[str, Any]:
+    """DM, C_AVG, GCP and NCP, KL-divergence [Li thesis 1.2.3; spec-closeness-slicing 6.1, 6.2, 6.6],
+    from the final rows' codes and the boxes. The rows carry the sensitive value when a model read
+    it; else ``source`` (relation, row id) gives it, joined once (cheaper than carrying it through
+    every round).
     NCP = GCP / (|T| * d), the average over records and QIs (the Python Mondrian tools' figure);
     ``ncp_by_qi``: per QI the average over records of NCP_i."""
-    r = eng.fetch(eng.render("mondrian_utility.sql.j2", joined=joined, boxes=boxes, qis=qis, relaxed=relaxed,
-                             sensitive=sensitive, total=total))[0]
+    base, rid = source or (None, None)
+    r = eng.fetch(eng.render("mondrian_utility.sql.j2", rows=rows, boxes=boxes, qis=qis, relaxed=relaxed,
+                             sensitive=sensitive, base=base, rid=rid, total=total))[0]
     n, classes = int(r["n"]), int(r["classes"])
     gcp = float(r["gcp"] or 0.0)
     return {"dm": int(r["dm"]), "classes": classes, "avg_class_size": n / classes,
