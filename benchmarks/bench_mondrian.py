@@ -397,19 +397,21 @@ def cmd_floors(args, argv) -> int:
               f"FROM census")
     c = [f"c{i}" for i in range(len(CENSUS_QIS))]
     cls = "CAST(hash(rowid) % 680000 AS BIGINT)"
-    e.execute(f"CREATE TABLE lab AS SELECT {cls} AS pid, " + ", ".join(f"'[' || {ident(q)} || ']' AS {ident(q)}" for q in CENSUS_QIS)
-              + " FROM census LIMIT 680000")
+    e.execute("CREATE TABLE lab AS SELECT CAST(rowid AS BIGINT) AS pid, "
+              + ", ".join(f"'[' || {ident(q)} || ']' AS {ident(q)}" for q in CENSUS_QIS) + " FROM census LIMIT 680000")
     steps = [
         ("stats: GROUP BY partition, min/max of 8 codes (read)",
-         f"SELECT count(*) FROM (SELECT pid, {', '.join(f'min({x}), max({x})' for x in c)} FROM w GROUP BY pid)"),
-        ("histogram: GROUP BY partition, one code (read)", "SELECT count(*) FROM (SELECT pid, c0, count(*) FROM w GROUP BY ALL)"),
+         f"SELECT sum({' + '.join(f'a{x} + b{x}' for x in c)}) FROM (SELECT pid, "
+         f"{', '.join(f'min({x}) AS a{x}, max({x}) AS b{x}' for x in c)} FROM w GROUP BY pid)"),
+        ("histogram: GROUP BY partition, one code (read)", "SELECT sum(n) FROM (SELECT pid, c0, count(*) AS n FROM w GROUP BY ALL)"),
         ("relabel: copy the open rows with a new partition id (read + write)",
          "CREATE OR REPLACE TABLE w2 AS SELECT rid, pid * 2 + (c0 & 1) AS pid, " + ", ".join(c[1:]) + ", c0 FROM w"),
         ("release: source joined with its class, keyed-hash order (read + write)",
          f"CREATE OR REPLACE TABLE r AS SELECT l.*, b.occupation FROM census AS b JOIN lab AS l ON l.pid = {cls.replace('rowid', 'b.rowid')} "
          "ORDER BY md5_number(CAST(b.rowid AS VARCHAR) || 'a-secret-key-of-24-chars'), b.rowid"),
         ("verification: GROUP BY the published QIs and SA (read)",
-         "SELECT count(*) FROM (SELECT count(*) FROM r GROUP BY ALL)"),
+         "SELECT sum(n), count(*) FROM (SELECT " + ", ".join(ident(q) for q in CENSUS_QIS)
+         + ", occupation, count(*) AS n FROM r GROUP BY ALL)"),
     ]
     print(f"# floors of Mondrian's steps, {n:,} rows, memory_limit {args.memory_limit}, {dt.date.today()}; "
           f"command: {_command(argv)}")
