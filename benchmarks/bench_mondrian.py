@@ -228,7 +228,9 @@ def _time_prepare(e, into: dict[str, float]) -> None:
 def cmd_scale_one(args, argv) -> int:
     from anonydb.datasets import CENSUS_QIS, synthetic_census
 
-    e = anonydb.connect()
+    if args.database and os.path.exists(args.database):
+        raise SystemExit(f"scale-one: {args.database} exists; name a new file (the run writes the census into it)")
+    e = anonydb.connect(args.database)
     if args.memory_limit:
         e.execute(f"SET memory_limit='{args.memory_limit}'")
     if args.threads:
@@ -493,6 +495,8 @@ def main(argv=None) -> int:
     o.add_argument("--memory-limit", default="4GB")
     o.add_argument("--threads", type=int, default=None)
     o.add_argument("--seed", type=int, default=42)
+    o.add_argument("--database", default=None,
+                   help="a new DuckDB file to hold the census and the release (out of core: 100M rows); default in memory")
     o.add_argument("--verbose", action="store_true")
     o.add_argument("--profile", action="store_true", help="print the seconds per template to stderr")
     o.add_argument("--top", type=int, default=12, help="with --profile: how many templates to print")

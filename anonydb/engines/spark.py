@@ -48,7 +48,8 @@ read more than once                    inlines a CTE at every reference)
 Lists go through ``_macros.sql.j2`` with Spark's names (``max_by``, ``string_agg ... ORDER BY``;
 sqlglot writes ``list`` as ``collect_list`` and ``array_to_string`` as ``array_join``). A
 checkpoint starts from rows, not from its query (:meth:`SparkEngine._fresh`), and is freed when
-its view is dropped.
+its view is dropped. On Spark Connect the engine sets :data:`CONNECT_CONF` in the session while
+it runs (a session the caller owns gets its settings back at :meth:`~SparkEngine.close`).
 
 **What "atomic" means on Spark.** A release is written under a staging name, verified, then
 renamed into place. A catalog table: the staging table is renamed to the target (one ALTER TABLE
@@ -304,6 +305,14 @@ def to_spark(tree: exp.Expression) -> str:
 # ------------------------------------------------------------------------------------------------
 # The engine
 # ------------------------------------------------------------------------------------------------
+#: Spark Connect: a checkpoint keeps the constraints its query had (``originConstraints``), and
+#: a union of checkpoints (a scratch table INSERTed into, round by round) then fails when its
+#: constraints are rewritten for a join ("key not found: _adb_rid#..."; Spark 4.0, Mondrian's
+#: utility joining its final rows with the source). A local session's checkpoints start from
+#: rows and carry none (:meth:`SparkEngine._fresh`); on Connect the engine turns propagation off.
+CONNECT_CONF = {"spark.sql.constraintPropagation.enabled": "false"}
+
+
 class SparkEngine(Engine):
     """A ``pyspark.sql.SparkSession`` (local or a cluster's). ``owned``: made by :func:`session_for`
     (stopped, and its scratch warehouse removed, by :meth:`close`)."""
@@ -323,6 +332,15 @@ class SparkEngine(Engine):
         self.fetched: list[int] = []  # rows each query brought to the driver (tests bound them)
         self.read_only = read_only
         self.database = None  # tables live in the session's catalog (a scratch one for a local session we made)
+        self._restore: dict[str, str | None] = {}
+        if self._connect:
+            self._session_conf(CONNECT_CONF)
+
+    def _session_conf(self, conf: dict[str, str]) -> None:
+        """Set ``conf`` in the session for as long as this engine runs (restored by :meth:`close`)."""
+        for key, value in conf.items():
+            self._restore.setdefault(key, self.spark.conf.get(key, None))
+            self.spark.conf.set(key, value)
 
     # -- scratch views and the blocks they hold ------------------------------------------------------
     def _checkpoint(self, df: Any, name: str) -> None:
@@ -575,6 +593,12 @@ class SparkEngine(Engine):
         self.spark.table(_q(table)).write.parquet(str(path))
 
     def close(self) -> None:
+        if not self.owned:  # a session the caller owns gets its settings back
+            for key, value in self._restore.items():
+                try:
+                    self.spark.conf.unset(key) if value is None else self.spark.conf.set(key, value)
+                except Exception:  # a session that is gone keeps nothing to restore
+                    pass
         if self.owned:
             self.spark.stop()
             if self.warehouse:
