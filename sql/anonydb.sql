@@ -259,23 +259,39 @@ FROM "_adb_cells"
 GROUP BY _adb_sa
 ), _adb_summary0 AS (
 WITH v AS (
-WITH ranked AS (
+WITH big AS (
+    SELECT c."_adb_key", c._adb_cnt
+    FROM "_adb_cells" AS c
+    JOIN "_adb_groups" AS g ON g."_adb_key" IS NOT DISTINCT FROM c."_adb_key"
+    WHERE g._adb_d > 2
+), ranked AS (
     SELECT "_adb_key", _adb_cnt,
            row_number() OVER w AS _adb_rank,
            sum(_adb_cnt) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - _adb_cnt AS _adb_above,
            sum(_adb_cnt) OVER (PARTITION BY "_adb_key") AS _adb_n,
            max(_adb_cnt) OVER (PARTITION BY "_adb_key") AS _adb_r1
-    FROM "_adb_cells"
+    FROM big
     WINDOW w AS (PARTITION BY "_adb_key" ORDER BY _adb_cnt DESC)
 ), tested AS (
     SELECT *, CAST(_adb_r1 AS HUGEINT) * 1000000000 < CAST(_adb_n - _adb_above AS HUGEINT) * CAST(round(CAST(c AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_holds
     FROM ranked
+), small AS (
+    SELECT "_adb_key", _adb_n,
+           CAST(_adb_mx AS HUGEINT) * 1000000000 < CAST(_adb_n AS HUGEINT) * CAST(round(CAST(c AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_h1,
+           _adb_d = 2 AND CAST(_adb_mx AS HUGEINT) * 1000000000 < CAST(_adb_n - _adb_mx AS HUGEINT) * CAST(round(CAST(c AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_h2
+    FROM "_adb_groups"
+    WHERE _adb_d <= 2
 )
 SELECT "_adb_key", _adb_n,
        max(CASE WHEN _adb_holds THEN _adb_rank ELSE 0 END) AS _adb_num, 1 AS _adb_den,
        coalesce(bool_or(_adb_rank = l AND _adb_holds), FALSE) AS _adb_ok
 FROM tested
 GROUP BY "_adb_key", _adb_n
+UNION ALL
+SELECT "_adb_key", _adb_n,
+       CASE WHEN _adb_h2 THEN 2 WHEN _adb_h1 THEN 1 ELSE 0 END, 1,
+FALSE
+FROM small
 )
 SELECT count(*) AS groups,
        count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,

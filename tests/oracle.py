@@ -106,8 +106,9 @@ def delta_of(values, table_values):
     return max(abs(math.log(p[s] / q[s])) for s in p)
 
 
-def nt_value(rows, qi_idx, sa_idx, n, dist):
-    """Per group: 0 if |E| >= n, else min over QI-subset supersets with >= n rows of the EMD (None if none)."""
+def nt_value(rows, qi_idx, sa_idx, n, dist, rollup=False):
+    """Per group: 0 if |E| >= n, else min over QI-subset supersets with >= n rows of the EMD (None if none);
+    ``rollup``: the supersets are the prefixes of the QIs only."""
     groups = groups_of(rows, qi_idx, sa_idx)
     out = {}
     for key, vals in groups.items():
@@ -116,7 +117,7 @@ def nt_value(rows, qi_idx, sa_idx, n, dist):
             continue
         best = None
         for r in range(len(qi_idx)):
-            for sub in itertools.combinations(range(len(qi_idx)), r):
+            for sub in [tuple(range(r))] if rollup else itertools.combinations(range(len(qi_idx)), r):
                 sup = [row[sa_idx] for row in rows if all(row[qi_idx[j]] == key[j] for j in sub)]
                 if len(sup) >= n:
                     d = emd_lp(distribution(vals), distribution(sup), dist)

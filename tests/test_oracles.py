@@ -122,6 +122,47 @@ def test_nt_closeness_oracle(rows, n, t, distance):
                 assert float(got[g]) == pytest.approx(d, abs=1e-7)
 
 
+ROWS3 = st.lists(st.tuples(QI_VALUES, st.sampled_from([1, 2, 3]), st.sampled_from(["x", "y", None]),
+                           st.sampled_from([10, 20, 30, 40, None])), min_size=1, max_size=40)
+
+
+@SETTINGS
+@given(ROWS3, st.integers(1, 12), st.sampled_from([0.0, 0.1, 0.25, 0.5]), st.sampled_from(["subsets", "rollup"]))
+def test_nt_closeness_lookup_oracle(rows, n, t, supersets):
+    """Equal EMD with few supersets: each small group's cells look up their value in every
+    superset (nt_closeness_lookup.sql.j2). Against the oracle, and report for report the same as
+    the pairs plan (every group paired with each superset), exact values included."""
+    from anonydb.models import nt_closeness
+
+    expect = oracle.nt_value(rows, [0, 1, 2], 3, n, oracle.dist_equal, rollup=supersets == "rollup")
+    e = anonydb.connect()
+    try:
+        make_table(e, "r", ["q1", "q2", "q3", "s"], rows)
+        reports = []
+        for lookup in (16, 0):
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(nt_closeness, "LOOKUP_SUBSETS", lookup)
+                for column_key in (True, False):
+                    if not column_key:
+                        mp.setattr(checker, "COLUMN_KEY_ROWS", 0)
+                    reports.append(check("r", ["q1", "q2", "q3"], "s", engine=e, max_groups=None, n=n, t=t,
+                                         supersets=supersets, distance="equal").to_dict())
+    finally:
+        e.close()
+    assert all(r == reports[0] for r in reports[1:])
+    v = check_report_verdict(reports[0])
+    got = {tuple(g["key"].values()): g["value"] for g in v["violations"]}
+    for g, d in expect.items():
+        ok = d is not None and d <= t + 1e-9
+        assert (g not in got) == ok, (g, d, got.get(g))
+        if not ok and d is not None:
+            assert float(Fraction(got[g])) == pytest.approx(d, abs=1e-7)
+
+
+def check_report_verdict(report: dict) -> dict:
+    return next(v for v in report["verdicts"] if v["model"].startswith("(n,t)"))
+
+
 @SETTINGS
 @given(ROWS, st.sampled_from([0.5, 1.0, 2.0]), st.sampled_from([0.3, 0.5, 1.0]), st.integers(1, 3))
 def test_delta_and_alpha_oracle(rows, delta, alpha, k):

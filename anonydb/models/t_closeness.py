@@ -87,15 +87,16 @@ def exact_type(ctx: GroupContext, distance: str, hier: tuple[str, int] | None) -
 
 
 def emd_sql(ctx: GroupContext, distance: str, p_rel: str, q_rel: str, keys: list[str], qkeys: list[str],
-            hier: tuple[str, int] | None = None, sizes: str | None = None) -> Rendered:
+            hier: tuple[str, int] | None = None, sizes: str | None = None, sized: bool = False) -> Rendered:
     """The EMD plan for ``distance``: per group of p_rel, (keys..., _adb_n, _adb_num, _adb_den).
 
     p_rel(keys, qkeys, _adb_sa, _adb_cnt) names each group's reference distribution by qkeys in
     q_rel(qkeys, _adb_sa, _adb_cnt); qkeys = [] compares every group with the one reference.
-    ``sizes`` (keys, _adb_n) gives the group sizes when they are already known.
+    ``sizes`` (keys, _adb_n) gives the group sizes when they are already known; ``sized``: p_rel
+    carries them in its own _adb_n column.
     """
     ctx_ = dict(keys=keys, qkeys=qkeys, pcols=keys + [q for q in qkeys if q not in keys], p_rel=p_rel,
-                q_rel=q_rel, sizes=sizes, exact=exact_type(ctx, distance, hier), sa_nulls=ctx.sa_nulls)
+                q_rel=q_rel, sizes=sizes, sized=sized, exact=exact_type(ctx, distance, hier), sa_nulls=ctx.sa_nulls)
     if distance == "equal":
         return ctx.engine.render("emd_equal.sql.j2", **ctx_)
     if distance == "ordered":
