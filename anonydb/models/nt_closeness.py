@@ -6,6 +6,11 @@ agree with it on a subset of the QI columns (``supersets="subsets"``: every subs
 one being the whole table) or on a prefix of them in the given order (``"rollup"``). An
 anonymizer passes its own candidate pairs (Mondrian: the partition's ancestors, Parent(P)).
 With n = |T| the model is t-closeness (Observation 2.2.1).
+
+Two plans, one verdict: every small group paired with each of its supersets and the EMD computed
+per pair (``nt_pairs*.sql.j2``, any distance), or, for equal EMD and at most ``LOOKUP_SUBSETS``
+subsets, each small group's cells looking up their value in every superset
+(``nt_closeness_lookup.sql.j2``): equal EMD sums over the group's own values only.
 """
 
 from __future__ import annotations
