@@ -593,16 +593,16 @@ class SparkEngine(Engine):
         self.spark.table(_q(table)).write.parquet(str(path))
 
     def close(self) -> None:
-        if not self.owned:  # a session the caller owns gets its settings back
-            for key, value in self._restore.items():
-                try:
-                    self.spark.conf.unset(key) if value is None else self.spark.conf.set(key, value)
-                except Exception:  # a session that is gone keeps nothing to restore
-                    pass
         if self.owned:
             self.spark.stop()
             if self.warehouse:
                 shutil.rmtree(self.warehouse, ignore_errors=True)
+            return
+        for key, value in self._restore.items():  # a session the caller owns gets its settings back
+            try:
+                self.spark.conf.unset(key) if value is None else self.spark.conf.set(key, value)
+            except Exception:  # a session that is gone keeps nothing to restore
+                pass
 
 
 class _GroupRunner:
