@@ -30,7 +30,12 @@ CASES = [
                                 p_rel="p", q_rel="s", sizes=None, domain_rel="q")),
     ("emd_hierarchical.sql.j2", dict(keys=["_adb_gid"], qkeys=[], pcols=["_adb_gid"], p_rel="c", q_rel="q", sizes="g", hier="h", height=3)),
     ("verdict_summary.sql.j2", dict(verdicts="SELECT * FROM v0", worst="max")),
-    ("nt_supersets.sql.j2", dict(subsets=[[], CODING[:1]], cells="c", n=10, coding=CODING, keytype="BIGINT", keys=["_adb_gid"])),
+    ("nt_supersets.sql.j2", dict(subsets=[[], CODING[:1]], cells="c", n=10, coding=CODING, keytype="BIGINT", keys=["_adb_gid"],
+                                 one_scan=True)),
+    ("nt_supersets.sql.j2", dict(subsets=[[], CODING[:1]], cells="c", n=10, coding=CODING, keytype="BIGINT", keys=["_adb_gid"],
+                                 one_scan=False)),
+    ("nt_closeness_lookup.sql.j2", dict(subsets=[[], CODING[:1]], cells="c", n=10, coding=CODING, keytype="BIGINT",
+                                        keys=["_adb_gid"], small="sm", sups="sp", groups="g", t_num=1, t_den=5)),
 ]
 
 
