@@ -200,14 +200,17 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
             coding, dict_table = None, None
         else:
             coding, dict_table = _group_coding(eng, s, relation, qi_cols, types)
+        bits = _sa_codes(eng, s, relation, sa, models) if coding is not None and distribution_of is None else None
         if coding is not None:
             keys = ["_adb_gid"]
-            cells = s.table(eng.render("check_cells.sql.j2", qis=coding, dict=dict_table,
-                                       keytype=_keytype(coding), sensitive=sa, source=relation))
+            cells = s.table(eng.render("check_cells.sql.j2", qis=coding, dict=dict_table, keytype=_keytype(coding),
+                                       sensitive=sa, source=relation, bits=bits[1] if bits else None))
         else:  # a small table, or too many distinct QI tuples for an integer key: group by the columns
             keys = qi_cols
             cells = s.table(eng.render("check_cells_columns.sql.j2", keys=qi_cols, sensitive=sa, source=relation))
-        if sa:
+        if bits is not None:  # the groups came in one aggregation, without cells (k, distinct l)
+            groups, glob, cells = cells, bits[0], None
+        elif sa:
             groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells))
             glob = s.table(eng.render("check_global.sql.j2", cells=cells)) if distribution_of is None else \
                 s.table(f"SELECT {ident(sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(distribution_of)} GROUP BY 1")
@@ -225,7 +228,7 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
             sa_hierarchy=hierarchies.get(sensitive) if sensitive else None, scratch=s, qi_columns=qi_cols,
             coding=coding, keytype=_keytype(coding) if coding else "BIGINT",
         )
-        verdicts = [evaluate_model(m, ctx, limit, dict_table) for m in models]
+        verdicts = [evaluate_model(m, ctx, limit, dict_table, source=relation) for m in models]
     return Report(source=label, qi=qi_cols, sensitive=sensitive, rows=int(total), groups=ngroups,
                   smallest_group=smallest, largest_group=largest, verdicts=verdicts)
 
@@ -278,6 +281,20 @@ def _group_coding(eng: Engine, s: Any, relation: str, qi: list[str],
     return coded, d
 
 
+def _sa_codes(eng: Engine, s: Any, relation: str, sa: str | None, models: list[Model]) -> tuple[str, str] | None:
+    """(the whole table's distribution, the sensitive values' codes 0 ..) when the groups can be
+    counted with their distinct values as bits (:attr:`Engine.group_bits`: every model reads only n
+    and d, and the attribute has few enough values), else None."""
+    if not sa or not eng.group_bits or any(m.reads - {"n", "d"} for m in models):
+        return None
+    glob = s.table(f"SELECT {ident(sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(relation)} GROUP BY 1")
+    if eng.scalar(f"SELECT count(*) FROM {ident(glob)}") > eng.group_bits:
+        return None
+    codes = s.table(f"SELECT _adb_sa, CAST(row_number() OVER (ORDER BY _adb_sa NULLS LAST) - 1 AS INTEGER) AS _adb_code "
+                    f"FROM {ident(glob)}")
+    return glob, codes
+
+
 def _key_bits(eng: Engine) -> int:
     """The bits a mixed-radix group key may use: a HUGEINT on DuckDB (KEY_LIMIT), a BIGINT elsewhere."""
     return KEY_LIMIT.bit_length() - 1 if eng.dialect == "duckdb" else 63
@@ -307,7 +324,11 @@ def _value(num: Any, den: Any) -> Any:
     return float(num) / float(den)
 
 
-def evaluate_model(model: Model, ctx: GroupContext, limit: int, dict_table: str | None) -> Verdict:
+def evaluate_model(model: Model, ctx: GroupContext, limit: int, dict_table: str | None,
+                   source: str | None = None) -> Verdict:
+    """One model's verdict on the context's groups, with its worst ``limit`` violating groups and
+    their distributions (read from the cells, or, where the check built none, from ``source``:
+    its rows of those groups' QI values)."""
     eng, s = ctx.engine, ctx.scratch
     model.prepare(ctx)
     rendered = model.verdicts(ctx)
@@ -324,7 +345,8 @@ def evaluate_model(model: Model, ctx: GroupContext, limit: int, dict_table: str 
         decode = eng.render("check_decode.sql.j2", rel="top", qis=ctx.coding, dict=dict_table).sql if ctx.coding else ""
         rows = eng.fetch(eng.render("verdict_violators.sql.j2", verdicts=verdicts, keys=ctx.keys, order=order,
                                     limit=limit, coding=bool(ctx.coding), decode=decode, cells=ctx.cells,
-                                    with_sa=ctx.sensitive is not None))
+                                    with_sa=ctx.sensitive is not None, source=source, qis=ctx.qi_columns,
+                                    sensitive=ctx.sensitive))
         by_key: dict[Any, GroupViolation] = {}
         for r in rows:
             gk = tuple(r[k] for k in ctx.keys)

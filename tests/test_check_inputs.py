@@ -173,3 +173,37 @@ def test_scratch_tables_are_dropped_after_a_failure(engine, small):
         check(small, "zip", "disease", engine=engine, t=0.3, distance="hierarchical")  # no hierarchy given
     left = engine.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__check%'")
     assert left == 0
+
+
+def test_groups_counted_with_their_values_as_bits_up_to_the_engines_limit(engine, monkeypatch):
+    """k and distinct l read only each group's size and number of distinct values: on DuckDB the
+    integer-keyed check counts both in one aggregation (the values as bits, no cells) while the
+    sensitive attribute has at most Engine.group_bits = 64 values, NULL one of them; past that,
+    and for a model that reads the cells, it builds the cells. The report is the same either way."""
+    monkeypatch.setattr(check_mod, "COLUMN_KEY_ROWS", 0)
+
+    def templates(table, **params):
+        engine.log.clear()
+        report = check(table, "zip", "disease", engine=engine, max_groups=None, **params).to_dict()
+        return report, {x.template for x in engine.log}
+
+    for values, bits_used in ((63, True), (64, False)):  # and NULL: 64 values, then 65
+        rows = [(f"z{i % 7}", None if i % 11 == 0 else f"d{i % values}") for i in range(400)]
+        t = make_table(engine, f"wide{values}", ["zip", "disease"], rows)
+        report, used = templates(t, k=3, l=60)
+        assert ("check_groups.sql.j2" not in used) == bits_used
+        monkeypatch.setattr(engine, "group_bits", 0)
+        assert templates(t, k=3, l=60) == (report, used | {"check_groups.sql.j2", "check_global.sql.j2"})
+        monkeypatch.setattr(engine, "group_bits", 64)
+        # against the rows themselves: group z<j> holds rows i = j, j + 7, ... (NULL for i % 11 == 0)
+        distinct = {f"z{j}": len({r[1] for r in rows if r[0] == f"z{j}"}) for j in range(7)}
+        v = report["verdicts"][1]
+        assert v["achieved"] == {"l": min(distinct.values())} and v["violating_groups"] == 7
+        assert {g["key"]["zip"]: g["value"] for g in v["violations"]} == distinct
+        z0 = next(g for g in v["violations"] if g["key"] == {"zip": "z0"})
+        assert z0["size"] == 58 and z0["distribution"]["None"] == 6
+        assert z0["distribution"] == {str(s): [r[1] for r in rows if r[0] == "z0"].count(s)
+                                      for s in {r[1] for r in rows if r[0] == "z0"}}
+    # entropy l reads the cells' counts: the cells are built
+    _, used = templates(t, l=2, l_variant="entropy")
+    assert "check_groups.sql.j2" in used

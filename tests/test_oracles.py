@@ -26,7 +26,9 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 
 def run(rows, qi=("q1", "q2"), **params):
     """The report of the check, which must be the same with the QI columns as the group key
-    (a small table's default) and with the dictionary-coded integer key (large tables')."""
+    (a small table's default), with the dictionary-coded integer key (large tables'), and there
+    with and without the groups counted in one aggregation (k and distinct l: the sensitive
+    values as bits, Engine.group_bits)."""
     e = anonydb.connect()
     try:
         make_table(e, "r", [*qi, "s"], rows)
@@ -34,7 +36,9 @@ def run(rows, qi=("q1", "q2"), **params):
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(checker, "COLUMN_KEY_ROWS", 0)
             coded = check("r", list(qi), "s", engine=e, max_groups=None, **params)
-        assert coded.to_dict() == by_columns.to_dict()
+            e.group_bits = 0
+            with_cells = check("r", list(qi), "s", engine=e, max_groups=None, **params)
+        assert coded.to_dict() == by_columns.to_dict() == with_cells.to_dict()
         return by_columns
     finally:
         e.close()
@@ -58,12 +62,18 @@ def test_k_anonymity_oracle(rows, k):
 
 
 @SETTINGS
-@given(ROWS, st.integers(1, 4))
-def test_distinct_and_probabilistic_l_oracle(rows, l):
+@given(ROWS, st.integers(1, 4), st.sampled_from([None, 1, 3]))
+def test_distinct_and_probabilistic_l_oracle(rows, l, k):
     groups = oracle.groups_of(rows, [0, 1], 2)
-    v = run(rows, l=l)["l-diversity"]
+    r = run(rows, l=l, k=k)
+    v = r["l-diversity"]
     assert v.achieved["l"] == min(oracle.distinct_l(x) for x in groups.values())
     assert set(group_values(v)) == {g for g, x in groups.items() if oracle.distinct_l(x) < l}
+    for g in v.violations:  # each listed group's distribution, counted from the rows
+        values = groups[tuple(g.key.values())]
+        assert g.distribution == {s: values.count(s) for s in set(values)}
+    if k is not None:
+        assert r["k-anonymity"].achieved["k"] == oracle.k_of(groups)
     p = run(rows, l=l, l_variant="probabilistic")["l-diversity"]
     assert p.achieved["l"] == min(Fraction(len(x), max(x.count(s) for s in x)) for x in groups.values())
     assert set(group_values(p)) == {g for g, x in groups.items() if oracle.probabilistic_l(x) < l}

@@ -77,6 +77,10 @@ class Engine(abc.ABC):
     #: a level-wise plan whose open groups all hold at most this many rows finishes each group on
     #: its own with :meth:`per_group` (0: never; a distributed engine's workers)
     fragment_rows: int = 0
+    #: a check whose models read only each group's size and number of distinct sensitive values
+    #: (k, distinct l) counts them in one aggregation of the source, the values as bits of an
+    #: integer, when the sensitive attribute has at most this many values (0: never)
+    group_bits: int = 0
 
     def __init__(self) -> None:
         self.templates = Templates(self.dialect)

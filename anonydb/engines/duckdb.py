@@ -21,6 +21,7 @@ class DuckDBEngine(Engine):
     """DuckDB backend: in-memory by default, a database file, or an existing connection."""
 
     dialect = "duckdb"
+    group_bits = 64  # bit_or over a UBIGINT, bit_count (raw 10M census, distinct l: see BENCHMARKS.md)
 
     def __init__(self, database: str | Path | duckdb.DuckDBPyConnection | None = None, *, read_only: bool = False):
         super().__init__()

@@ -32,7 +32,7 @@ class GroupContext:
 
     engine: Engine
     keys: list[str]
-    cells: str
+    cells: str | None  # None: not built (only models that do not read them, Model.reads)
     groups: str
     glob: str | None
     total: int
@@ -139,6 +139,9 @@ class Model(abc.ABC):
     note: str = ""
     #: the verdict plan is expensive (EMDs, windows): materialize it once rather than inline it twice
     materialize: bool = False
+    #: what the verdict plan reads of the context: the groups' statistics (n, d, mx, clnc) and the
+    #: cells; a check whose models read only n and d may skip the cells (Engine.group_bits)
+    reads: frozenset[str] = frozenset({"n", "d", "mx", "clnc", "cells"})
 
     @property
     @abc.abstractmethod

@@ -14,6 +14,7 @@ class KAnonymity(Model):
     name = "k-anonymity"
     needs_sensitive = False
     suppression_monotonic = True
+    reads = frozenset({"n"})
 
     def __init__(self, k: int):
         self.k = check_count(k, "k")

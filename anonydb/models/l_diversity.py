@@ -40,6 +40,8 @@ class LDiversity(Model):
         self.l, self.variant, self.c = (int(l) if int(l) == l else l), variant, c
         self.name = f"l-diversity ({variant})" if variant != "recursive" else "l-diversity (recursive (c,l))"
         self.materialize = variant == "recursive"
+        if variant == "distinct":
+            self.reads = frozenset({"n", "d"})
 
     @property
     def params(self) -> dict[str, Any]:
