@@ -4,6 +4,10 @@ columns the check must count (the least work any exact check must do), the 8 QIs
 QIs with the sensitive attribute for the others, reported as a ratio.
 
     python benchmarks/bench_checks.py --rows 10000000 --repeat 3
+
+``--alternatives``: instead, the plans an exact check of the sensitive-value models could take,
+each a bare statement beside the same floor (issue 29: the per-group statistics in one
+aggregation, as nested aggregates, keyed by the columns or by the coded key).
 """
 
 from __future__ import annotations
@@ -62,6 +66,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None, help="run the checks whose name contains this text")
     ap.add_argument("--release", action="store_true",
                     help="check a generalized release of the table (the demo's third level vector) instead of the raw table")
+    ap.add_argument("--alternatives", action="store_true",
+                    help="time the alternative plans of the per-group statistics instead of the checks")
     args = ap.parse_args(argv)
 
     e = anonydb.connect()
@@ -83,6 +89,8 @@ def main(argv=None) -> int:
         cols = qi + (f', "{sa}"' if sa else "")
         e.scalar(f"SELECT min(n) FROM (SELECT count(*) AS n FROM census GROUP BY {cols})")
 
+    if args.alternatives:
+        return alternatives(e, args, argv, qi, groups)
     what = "a generalized release of a synthetic census" if args.release else "a raw synthetic census"
     print(f"# anonydb check timings on {what}: {args.rows:,} rows, {len(CENSUS_QIS)} QIs, {groups:,} QI groups; "
           f"{dt.date.today()}; generated in {gen:.1f} s")
@@ -101,6 +109,70 @@ def main(argv=None) -> int:
             mine.append(time.perf_counter() - t1)
         m, b = statistics.median(mine), statistics.median(base)
         print(f"| {name} | {m:.2f} | {', '.join(f'{x:.2f}' for x in mine)} | {b:.2f} | {m / b:.1f} |", flush=True)
+    e.close()
+    return 0
+
+
+def alternatives(e, args, argv, qi: str, groups: int) -> int:
+    """Each plan of the per-group statistics (n, distinct values d, largest count mx, sum c ln c)
+    of the QI groups over the sensitive attribute, beside the floor, in one process."""
+    from anonydb.checker import _group_coding
+    from anonydb.sqlgen import ident
+
+    sa = "occupation"
+    values = [r[0] for r in e.fetch_rows(f"SELECT DISTINCT {sa} FROM census WHERE {sa} IS NOT NULL ORDER BY 1")[1]]
+    e.execute(f"CREATE TABLE sa_codes AS SELECT {sa} AS v, CAST(row_number() OVER (ORDER BY {sa}) - 1 AS UBIGINT) AS c "
+              f"FROM (SELECT DISTINCT {sa} FROM census)")
+    with e.scratch("alt") as s:  # the checker's own dictionary and coded key
+        coding, d = _group_coding(e, s, "census", list(CENSUS_QIS), {q: "VARCHAR" for q in CENSUS_QIS})
+        cells = e.render("check_cells.sql.j2", qis=coding, dict=d, keytype="BIGINT", sensitive=sa, source="census").sql
+        stats = "sum(c) AS n, count(*) AS d, max(c) AS mx, sum(c * ln(c)) AS clnc"
+        counts = ", ".join(f"count(*) FILTER (WHERE s.c = {j}) AS c{j}" for j in range(len(values) + 1))
+        every = ", ".join(f"c{j}" for j in range(len(values) + 1))
+        # each plan's result reads every statistic it computes (an unread aggregate is pruned)
+        use = "SELECT min(mx) + max(d) + sum(n) + sum(clnc) FROM"
+        plans = [
+            ("floor: GROUP BY QIs, SA", f"SELECT min(n) FROM (SELECT count(*) AS n FROM census GROUP BY {qi}, {sa})"),
+            ("floor of k: GROUP BY QIs", f"SELECT min(n) FROM (SELECT count(*) AS n FROM census GROUP BY {qi})"),
+            ("d only: GROUP BY QIs, bit_or of the value's bit (one aggregation)",
+             f"SELECT min(d) FROM (SELECT bit_count(bit_or(CAST(1 AS UBIGINT) << s.c)) AS d FROM census AS b "
+             f"JOIN sa_codes AS s ON s.v IS NOT DISTINCT FROM b.{sa} GROUP BY {qi})"),
+            ("d only: GROUP BY QIs, count(DISTINCT SA)", f"SELECT min(d) FROM (SELECT count(DISTINCT {sa}) AS d FROM census GROUP BY {qi})"),
+            ("all: GROUP BY QIs, histogram(SA) (one aggregation, a map per group)",
+             f"SELECT min(cardinality(h)) FROM (SELECT histogram({sa}) AS h FROM census GROUP BY {qi})"),
+            (f"all: GROUP BY QIs, one count per value ({len(values)} FILTER counts, one aggregation)",
+             f"{use} (SELECT list_sum([x for x in [{every}] if x > 0]) AS n, "
+             f"list_count([x for x in [{every}] if x > 0]) AS d, greatest({every}) AS mx, "
+             f"list_sum([x * ln(x) for x in [{every}] if x > 0]) AS clnc "
+             f"FROM (SELECT {counts} FROM census AS b JOIN sa_codes AS s ON s.v IS NOT DISTINCT FROM b.{sa} "
+             f"GROUP BY {qi}))"),
+            ("d only: cells by the columns, then GROUP BY QIs (two aggregations)",
+             f"SELECT min(d) FROM (SELECT count(*) AS d FROM (SELECT {qi}, {sa} FROM census GROUP BY ALL) GROUP BY {qi})"),
+            ("all: cells by the columns, then GROUP BY QIs",
+             f"{use} (SELECT {stats} FROM (SELECT {qi}, {sa}, count(*) AS c FROM census GROUP BY ALL) GROUP BY {qi})"),
+            ("all: the dictionary, coded cells, then GROUP BY key (the check's plan, inline)",
+             None),
+        ]
+        coded = f"{use} (SELECT {stats} FROM (SELECT _adb_gid, _adb_cnt AS c FROM ({cells}) AS x) GROUP BY _adb_gid)"
+        dict_sql = e.render("check_dict.sql.j2", qis=list(CENSUS_QIS), source="census").sql
+        print(f"# alternative plans of the per-group statistics over {sa!r}: {args.rows:,} rows, {groups:,} QI groups, "
+              f"{dt.date.today()}; command: python benchmarks/{' '.join(sys.argv[0].split('/')[-1:] + (argv or sys.argv[1:]))}")
+        print("| plan | median s | runs (s) | ratio to the floor |")
+        print("|---|---|---|---|")
+        floor = None
+        for name, sql in plans:
+            runs = []
+            for _ in range(args.repeat):
+                t1 = time.perf_counter()
+                if sql is None:  # dictionary + coded cells + groups, each as the check runs it
+                    e.scalar(f"SELECT count(*) FROM ({dict_sql}) AS x")
+                    e.scalar(coded)
+                else:
+                    e.scalar(sql)
+                runs.append(time.perf_counter() - t1)
+            m = statistics.median(runs)
+            floor = floor or m
+            print(f"| {name} | {m:.2f} | {', '.join(f'{x:.2f}' for x in runs)} | {m / floor:.2f} |", flush=True)
     e.close()
     return 0
 

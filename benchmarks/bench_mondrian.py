@@ -406,6 +406,15 @@ def cmd_floors(args, argv) -> int:
          f"SELECT sum({' + '.join(f'a{x} + b{x}' for x in c)}) FROM (SELECT pid, "
          f"{', '.join(f'min({x}) AS a{x}, max({x}) AS b{x}' for x in c)} FROM w GROUP BY pid)"),
         ("histogram: GROUP BY partition, one code (read)", "SELECT sum(n) FROM (SELECT pid, c0, count(*) AS n FROM w GROUP BY ALL)"),
+        # a plan that cuts several levels per pass: the histogram could carry the children's
+        # ranges (min/max of every other code per bin), and two levels need the 2-D histograms
+        # of the chosen code with every other code (the children's dimensions are not known yet)
+        ("histogram + min/max of the other 7 codes per bin (the children's stats in the same pass)",
+         f"SELECT sum(n) FROM (SELECT pid, c0, count(*) AS n, {', '.join(f'min({x}), max({x})' for x in c[1:])} "
+         f"FROM w GROUP BY ALL)"),
+        ("2-D histograms: GROUP BY partition, one code and each other code (two levels per pass)",
+         f"SELECT sum(n) FROM (SELECT count(*) AS n FROM w GROUP BY GROUPING SETS "
+         f"({', '.join(f'(pid, c0, {x})' for x in c[1:])}))"),
         ("relabel: copy the open rows with a new partition id (read + write)",
          "CREATE OR REPLACE TABLE w2 AS SELECT rid, pid * 2 + (c0 & 1) AS pid, " + ", ".join(c[1:]) + ", c0 FROM w"),
         ("release: source joined with its class, keyed-hash order (read + write)",
