@@ -67,7 +67,7 @@ def main() -> None:
                           (q7, "0,0.1", True)):
         timed(f"c-confident SFALM, {len(qs)} QIs, delta ({delta}), c = 0.8, {'PA' if pa else 'no PA'}, SD 4 sigma",
               lambda qs=qs, delta=delta, pa=pa: confident_presence(
-                  "t", qs, delta=delta, c="0.8", marginals={q: marg[q] for q in qs}, hierarchies=hs, out="cf",
+                  "t", qs, delta=delta, c="0.8", marginals={q: marg[q] for q in qs}, hierarchies={q: hs[q] for q in qs}, out="cf",
                   engine=eng, pa=pa, replace=True))
     print(f"# delta-presence on the Adult pair (T 3,016 rows within P 30,162), delta = (0.05, 0.15), 8 QIs; "
           f"{dt.date.today()}; command: python benchmarks/bench_presence.py --repeat {args.repeat}")
