@@ -207,3 +207,26 @@ def test_groups_counted_with_their_values_as_bits_up_to_the_engines_limit(engine
     # entropy l reads the cells' counts: the cells are built
     _, used = templates(t, l=2, l_variant="entropy")
     assert "check_groups.sql.j2" in used
+
+
+def test_expected_groups_keys_a_release_by_its_columns(engine, monkeypatch):
+    """A caller that knows the table holds few groups (a release: one per class) has them keyed by
+    the columns, not the dictionary-coded integer: the same report, without the dictionary's scan.
+    At most one group per COLUMN_KEY_SHARE rows; more groups keep the coded key."""
+    rows = [(f"z{i % 10}", f"a{i % 5}", f"d{i % 3}") for i in range(80)]
+    t = make_table(engine, "rel10", ["zip", "age", "disease"], rows)
+    monkeypatch.setattr(check_mod, "COLUMN_KEY_ROWS", 0)
+
+    def run(**kw):
+        engine.log.clear()
+        report = check(t, "zip,age", "disease", engine=engine, k=8, l=3, max_groups=None, **kw).to_dict()
+        return report, {x.template for x in engine.log}
+
+    coded, used = run()
+    assert "check_dict.sql.j2" in used and "check_cells_columns.sql.j2" not in used
+    by_columns, used = run(expected_groups=10)  # 10 groups * 8 <= 80 rows
+    assert "check_dict.sql.j2" not in used and "check_cells_columns.sql.j2" in used
+    assert by_columns == coded and coded["groups"] == 10
+    assert coded["verdicts"][0]["achieved"] == {"k": 8} and coded["verdicts"][1]["holds"]
+    _, used = run(expected_groups=11)  # 11 * 8 > 80: the coded key
+    assert "check_dict.sql.j2" in used

@@ -191,7 +191,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             if not plain and columns.keep:  # the class-wise models below judge eq_class: kept columns may not split it
                 plain = build_models(k=1)
             if plain:  # over every published column but the sensitive one (fail closed)
-                pub.verify(stage, sensitive, plain, columns.keep, hierarchies=sa_h, exclude=_unjudged)
+                pub.verify(stage, sensitive, plain, columns.keep, hierarchies=sa_h, exclude=_unjudged,
+                           expected_groups=None if columns.keep else n_classes)
             nt = [m for m in verify_models if isinstance(m, NTCloseness)]
             if nt:
                 _attach(pub, stage, planner.verify_nt(nt, stage, tree))
