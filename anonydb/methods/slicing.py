@@ -312,21 +312,24 @@ class _Partitioner:
             two = s.put("two", f"SELECT t.bid, {keys}, t.s FROM {ident(self.tup)} AS t UNION ALL "
                                f"SELECT p.bid, {keys}, t.s FROM {ident(prop)} AS p JOIN {ident(self.tup)} AS t "
                                f"ON t.rid = p.rid")
-            levels = s.put("levels", f"SELECT b.bid, p.parent, FALSE AS child FROM (SELECT DISTINCT bid FROM "
-                                     f"{ident(self.tup)}) AS b LEFT JOIN (SELECT DISTINCT parent FROM {ident(prop)}) "
-                                     f"AS p ON p.parent = b.bid UNION ALL SELECT DISTINCT bid, parent, TRUE FROM "
-                                     f"{ident(prop)}")
+            # read once, by the single check: a subquery, not a table
+            levels = (f"(SELECT b.bid, p.parent, FALSE AS child FROM (SELECT DISTINCT bid FROM "
+                      f"{ident(self.tup)}) AS b LEFT JOIN (SELECT DISTINCT parent FROM {ident(prop)}) "
+                      f"AS p ON p.parent = b.bid UNION ALL SELECT DISTINCT bid, parent, TRUE FROM "
+                      f"{ident(prop)})")
             rejected: set[int] = {r[0] for r in eng.fetch_rows(self.model.plan(
                 eng, ident(self.tup), self.chain(two), ident(two), mode="single", levels=levels,
                 focus=f"(SELECT DISTINCT parent AS bid FROM {ident(prop)})"))[1]}
             self.checks += 1
+            applied = None  # the tuples with the accepted cuts applied: the next round's tuples
             while True:
                 rej = "" if not rejected else f" WHERE parent NOT IN ({', '.join(map(str, sorted(rejected)))})"
                 acc = s.put("acc", f"SELECT * FROM {ident(prop)}{rej}")
                 if not eng.scalar(f"SELECT count(*) FROM {ident(acc)}"):
+                    applied = None
                     break
-                tp = s.put("tp", f"SELECT coalesce(a.bid, t.bid) AS bid, {', '.join('t.' + k for k in self.keys)}, t.s "
-                                 f"FROM {ident(self.tup)} AS t LEFT JOIN {ident(acc)} AS a ON a.rid = t.rid")
+                applied = tp = s.put("tup_next", f"SELECT t.* REPLACE (coalesce(a.bid, t.bid) AS bid) "
+                                                 f"FROM {ident(self.tup)} AS t LEFT JOIN {ident(acc)} AS a ON a.rid = t.rid")
                 changed = s.put("changed", f"SELECT DISTINCT bid, parent FROM {ident(acc)}")
                 culprits = [r[0] for r in eng.fetch_rows(
                     self.model.plan(eng, ident(tp), self.chain(tp), ident(tp), mode="culprits", changed=changed,
@@ -335,10 +338,10 @@ class _Partitioner:
                 if not culprits:
                     break
                 rejected.update(culprits)
-            # apply the accepted cuts; open: their children, and the rejected buckets with dimensions left
-            nxt = s.put("tup_next", f"SELECT t.* REPLACE (coalesce(a.bid, t.bid) AS bid) FROM {ident(self.tup)} AS t "
-                                    f"LEFT JOIN {ident(acc)} AS a ON a.rid = t.rid")
-            self.tup, self.s.slots["tup"], self.s.slots["tup_next"] = nxt, nxt, self.tup
+            # apply the accepted cuts (the last tuples checked); open: their children, and the
+            # rejected buckets with dimensions left
+            if applied is not None:
+                self.tup, self.s.slots["tup"], self.s.slots["tup_next"] = applied, applied, self.tup
             rej_list = ", ".join(map(str, sorted(rejected))) or "NULL"
             state = s.put("state", f"SELECT DISTINCT bid, 0 AS attempt FROM {ident(acc)} "
                                    f"UNION ALL SELECT bid, attempt + 1 FROM {ident(state)} "

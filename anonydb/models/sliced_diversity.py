@@ -77,10 +77,11 @@ class SlicedLDiversity:
     def plan(self, eng: Engine, tuples: str, chain: Sequence[dict[str, str]], srel: str, mode: str = "worst",
              changed: str | None = None, limit: int | None = None, levels: str | None = None,
              focus: str | None = None) -> Rendered:
-        """The check's SQL (see ``sql/slicing_diversity.sql.j2`` for the relations it reads)."""
+        """The check's SQL (see ``sql/slicing_diversity.sql.j2`` for the relations it reads; ``levels``
+        as SQL, a quoted name or a parenthesized query, like ``focus``)."""
         return eng.render("slicing_diversity.sql.j2", tuples=tuples, chain=list(chain), srel=srel, mode=mode,
                           bound=self.bound, changed=ident(changed) if changed else None, limit=limit,
-                          levels=ident(levels) if levels else None, focus=focus)
+                          levels=levels, focus=focus)
 
     def check(self, eng: Engine, tuples: str, columns: Sequence[tuple[str, Sequence[str]]], sensitive: str,
               max_examples: int = 5) -> SlicedVerdict:
