@@ -204,20 +204,22 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
             coding, dict_table = None, None
         else:
             coding, dict_table = _group_coding(eng, s, relation, qi_cols, types)
-        bits = _sa_codes(eng, s, relation, sa, models) if coding is not None and distribution_of is None else None
+        glob, codes = _sa_codes(eng, s, relation, sa, models) if coding is not None and distribution_of is None \
+            else (None, None)
         if coding is not None:
             keys = ["_adb_gid"]
             cells = s.table(eng.render("check_cells.sql.j2", qis=coding, dict=dict_table, keytype=_keytype(coding),
-                                       sensitive=sa, source=relation, bits=bits[1] if bits else None))
+                                       sensitive=sa, source=relation, bits=codes))
         else:  # a small table, or too many distinct QI tuples for an integer key: group by the columns
             keys = qi_cols
             cells = s.table(eng.render("check_cells_columns.sql.j2", keys=qi_cols, sensitive=sa, source=relation))
-        if bits is not None:  # the groups came in one aggregation, without cells (k, distinct l)
-            groups, glob, cells = cells, bits[0], None
+        if codes is not None:  # the groups came in one aggregation, without cells (k, distinct l)
+            groups, cells = cells, None
         elif sa:
             groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells))
-            glob = s.table(eng.render("check_global.sql.j2", cells=cells)) if distribution_of is None else \
-                s.table(f"SELECT {ident(sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(distribution_of)} GROUP BY 1")
+            if glob is None:
+                glob = s.table(eng.render("check_global.sql.j2", cells=cells)) if distribution_of is None else \
+                    s.table(f"SELECT {ident(sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(distribution_of)} GROUP BY 1")
         else:
             groups, glob = cells, None
             eng.execute(f"ALTER TABLE {ident(cells)} RENAME COLUMN _adb_cnt TO _adb_n")
@@ -289,15 +291,17 @@ def _group_coding(eng: Engine, s: Any, relation: str, qi: list[str],
     return coded, d
 
 
-def _sa_codes(eng: Engine, s: Any, relation: str, sa: str | None, models: list[Model]) -> tuple[str, str] | None:
+def _sa_codes(eng: Engine, s: Any, relation: str, sa: str | None,
+              models: list[Model]) -> tuple[str | None, str | None]:
     """(the whole table's distribution, the sensitive values' codes 0 ..) when the groups can be
     counted with their distinct values as bits (:attr:`Engine.group_bits`: every model reads only n
-    and d, and the attribute has few enough values), else None."""
+    and d, and the attribute has few enough values); the distribution alone when it was counted
+    to find the attribute has too many values; else (None, None)."""
     if not sa or not eng.group_bits or any(m.reads - {"n", "d"} for m in models):
-        return None
+        return None, None
     glob = s.table(f"SELECT {ident(sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(relation)} GROUP BY 1")
     if eng.scalar(f"SELECT count(*) FROM {ident(glob)}") > eng.group_bits:
-        return None
+        return glob, None
     codes = s.table(f"SELECT _adb_sa, CAST(row_number() OVER (ORDER BY _adb_sa NULLS LAST) - 1 AS INTEGER) AS _adb_code "
                     f"FROM {ident(glob)}")
     return glob, codes

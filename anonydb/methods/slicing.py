@@ -328,11 +328,11 @@ class _Partitioner:
                 if not eng.scalar(f"SELECT count(*) FROM {ident(acc)}"):
                     applied = None
                     break
-                applied = tp = s.put("tup_next", f"SELECT t.* REPLACE (coalesce(a.bid, t.bid) AS bid) "
-                                                 f"FROM {ident(self.tup)} AS t LEFT JOIN {ident(acc)} AS a ON a.rid = t.rid")
+                applied = s.put("tup_next", f"SELECT t.* REPLACE (coalesce(a.bid, t.bid) AS bid) "
+                                            f"FROM {ident(self.tup)} AS t LEFT JOIN {ident(acc)} AS a ON a.rid = t.rid")
                 changed = s.put("changed", f"SELECT DISTINCT bid, parent FROM {ident(acc)}")
                 culprits = [r[0] for r in eng.fetch_rows(
-                    self.model.plan(eng, ident(tp), self.chain(tp), ident(tp), mode="culprits", changed=changed,
+                    self.model.plan(eng, ident(applied), self.chain(applied), ident(applied), mode="culprits", changed=changed,
                                     focus=ident(changed)))[1]]
                 self.checks += 1
                 if not culprits:
