@@ -3,6 +3,7 @@ one process, interleaved (issue 29's peer targets).
 
     python benchmarks/bench_peer.py adult --repeat 5
     python benchmarks/bench_peer.py census --rows 1000000 --repeat 3
+    python benchmarks/bench_peer.py census --rows 1000000 --repeat 3 --floors
 
 Both run k = 10 on 8 QIs with strict cuts; anonydb with categorical="order", the peer on the same
 rows with every categorical QI coded by its rank in sorted value order (as anonydb codes it), the
@@ -12,6 +13,18 @@ data read out of the database before the peer's clock starts. ``adult``: Adult's
 Prints each run, the medians, both NCPs and the ratio of medians peer / anonydb. The peer is read
 from ``../shared/peers/qiyuangong`` (it is not vendored here); without it the script says so and
 exits 2.
+
+``--floors``: in the same process, after each pair of runs, the least work any plan must do on
+these rows, each a bare statement (issue 29: is the target out of reach on this machine?):
+the set-up (the QIs read once and written as integer codes through per-QI dictionaries built
+before the clock); per level, the histogram of every partition over its own cut
+dimension (a lookup of the partition's dimension) and the relabel of its rows (a lookup of the
+partition's cut and first child), counted for the rows anonydb actually cut (the sum over rounds
+of the rows cut, from a level-wise run before the clock); the release (source rows joined with
+their class's labels, written in keyed-hash order); the verification (GROUP BY the published
+columns). Their sum is compared with the time the target allows (the peer's median / the
+target ratio). Also the one-statement round at its leanest (k only, the widest dimension only,
+no verdict templates), a floor for the recursive plan's rounds.
 """
 
 from __future__ import annotations
@@ -49,6 +62,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--floors", action="store_true", help="the floors of every step, measured beside the runs")
+    ap.add_argument("--target", type=float, default=None, help="the target ratio peer/anonydb (default: adult 1.5, census 8)")
     a = ap.parse_args(argv)
     mondrian = _peer()
     e = anonydb.connect()
@@ -64,6 +79,7 @@ def main(argv=None) -> int:
     sel = ", ".join(ident(q) if q in num else f"dense_rank() OVER (ORDER BY {ident(q)}) - 1" for q in qis)
     data = [list(r) for r in e.con.execute(f"SELECT {sel}, {ident(sa)} FROM t").fetchall()]
     ours, theirs, res, peer_ncp = [], [], None, None
+    floors = _Floors(e, qis, sa, ids) if a.floors else None
     for i in range(a.repeat):  # alternate, so both see the same machine load
         t0 = time.perf_counter()
         res = anonymize("t", qis, sa, out="rel", engine=e, k=10, categorical="order", identifiers=ids, replace=True)
@@ -73,10 +89,121 @@ def main(argv=None) -> int:
         _, (peer_ncp, _) = mondrian(copy, 10, False)
         theirs.append(time.perf_counter() - t0)
         print(f"run {i + 1}: anonydb {ours[-1]:.3f} s, peer {theirs[-1]:.3f} s", flush=True)
+        if floors:
+            floors.measure()
     mo, mt = statistics.median(ours), statistics.median(theirs)
     print(f"{a.data} {rows} rows, k=10, {len(qis)} QIs: anonydb median {mo:.3f} s (NCP {100 * res.utility['ncp']:.2f}%, "
           f"{res.classes} classes) | qiyuangong median {mt:.3f} s (NCP {peer_ncp:.2f}%) | peer/anonydb {mt / mo:.2f}x")
+    if floors:
+        target = a.target or (1.5 if a.data == "adult" else 8.0)
+        floors.report(mt / target, target)
     return 0
+
+
+class _Floors:
+    """The floors of Mondrian's steps on the benchmark's own rows (see the module's docstring)."""
+
+    def __init__(self, e, qis, sa, ids):
+        self.e, self.qis, self.sa = e, qis, sa
+        rows = e.scalar("SELECT count(*) FROM t")
+        cut = []  # rows cut per round, from a level-wise run (its progress reports each round)
+        r = anonymize("t", qis, sa, out="rel_floor", engine=e, k=10, categorical="order", identifiers=ids,
+                      replace=True, plan="levelwise", progress=lambda p: cut.append(p["rows_open"]))
+        self.passes = sum(cut) / rows  # the table read and rewritten this many times over by the rounds
+        self.rounds, self.classes, self.rows = r.rounds, r.classes, rows
+        d = len(qis)
+        parts = max(1, self.classes // 2)  # partitions of a level in the busiest rounds
+        codes = ", ".join(f"CAST(dense_rank() OVER (ORDER BY {ident(q)}) - 1 AS INTEGER) AS c{i}" for i, q in enumerate(qis))
+        e.execute(f"CREATE OR REPLACE TABLE _fw AS SELECT CAST(rowid AS BIGINT) AS rid, CAST(hash(rowid) % {parts} AS BIGINT) "
+                  f"AS pid, {codes} FROM t")
+        e.execute(f"CREATE OR REPLACE TABLE _fcut AS SELECT CAST(range AS BIGINT) AS pid, CAST(range % {d} AS INTEGER) AS dim, "
+                  f"CAST(1 AS DOUBLE) AS m, CAST(2 * range AS BIGINT) AS new0 FROM range({parts})")
+        e.execute(f"CREATE OR REPLACE TABLE _flab AS SELECT CAST(rowid AS BIGINT) AS cls, "
+                  + ", ".join(f"'[' || CAST({ident(q)} AS VARCHAR) || ']' AS {ident(q)}" for q in qis)
+                  + f" FROM t LIMIT {self.classes}")
+        v = "CASE k.dim " + " ".join(f"WHEN {i} THEN w.c{i}" for i in range(d)) + " END"
+        cols = ", ".join(f"w.c{i}" for i in range(d))
+        for i, q in enumerate(qis):  # per-QI dictionaries (not timed): the codes the rounds cut on
+            e.execute(f"CREATE OR REPLACE TABLE _fd{i} AS SELECT v, CAST(row_number() OVER (ORDER BY v) - 1 AS INTEGER) AS c "
+                      f"FROM (SELECT DISTINCT {ident(q)} AS v FROM t)")
+        coded = ", ".join(f"d{i}.c AS c{i}" for i in range(d))
+        joins = " ".join(f"JOIN _fd{i} AS d{i} ON d{i}.v IS NOT DISTINCT FROM b.{ident(q)}" for i, q in enumerate(qis))
+        self.steps = {
+            "set-up: the QIs read once and written as integer codes (what the rounds read)":
+                f"CREATE OR REPLACE TABLE _fw0 AS SELECT CAST(b.rowid AS BIGINT) AS rid, {coded} FROM t AS b {joins}",
+            "histogram, each partition on its own dimension (per pass)":
+                f"SELECT sum(n) FROM (SELECT w.pid, {v} AS v, count(*) AS n FROM _fw AS w JOIN _fcut AS k ON k.pid = w.pid GROUP BY ALL)",
+            "relabel, each row by its partition's cut (per pass)":
+                f"CREATE OR REPLACE TABLE _fw2 AS SELECT w.rid, k.new0 + CAST({v} > k.m AS BIGINT) AS pid, {cols} "
+                f"FROM _fw AS w JOIN _fcut AS k ON k.pid = w.pid",
+            "release: rows joined with their class's labels, keyed-hash order":
+                f"CREATE OR REPLACE TABLE _frel AS SELECT l.*, b.{ident(sa)} FROM t AS b JOIN _flab AS l "
+                f"ON l.cls = CAST(hash(b.rowid) % {self.classes} AS BIGINT) "
+                f"ORDER BY md5_number(CAST(b.rowid AS VARCHAR) || 'a-secret-key-of-24-chars'), b.rowid",
+            "verification: GROUP BY the published columns":
+                "SELECT count(*), min(n) FROM (SELECT count(*) AS n FROM rel GROUP BY ALL)".replace(
+                    "GROUP BY ALL", "GROUP BY " + ", ".join(ident(q) for q in qis) + ", " + ident(sa)),
+            "one-statement rounds at their leanest (k only, widest dimension only)": self._lean(),
+        }
+        self.runs: dict[str, list[float]] = {k: [] for k in self.steps}
+
+    def _lean(self) -> str:
+        """Every round in one recursive statement with nothing but what k-anonymity's strict cut
+        needs: each open partition's size and spans, its widest dimension, that dimension's
+        histogram and median, both halves >= k, the rows relabelled; no second dimension, no
+        verdict templates, no class numbering (a lower bound on the recursive plan's rounds)."""
+        d, k = len(self.qis), 10
+        rng = self.e.fetch_rows("SELECT " + ", ".join(f"greatest(max(c{i}) - min(c{i}), 1)" for i in range(d)) + " FROM _fw")[1][0]
+        span = ", ".join(f"(max(c{i}) - min(c{i})) / {r}.0 AS s{i}" for i, r in enumerate(rng))
+        v = "CASE k.dim " + " ".join(f"WHEN {i} THEN w.c{i}" for i in range(d)) + " END"
+        every = ", ".join(f"s{j}" for j in range(d))
+        best = "CASE " + " ".join(f"WHEN s{i} >= greatest({every}) THEN {i}" for i in range(d)) + " END"
+        cols = ", ".join(f"w.c{i}" for i in range(d))
+        return f"""
+WITH RECURSIVE r USING KEY (rid) AS (
+  SELECT rid, CAST(0 AS BIGINT) AS pid, {', '.join(f'c{i}' for i in range(d))}, 0 AS lvl, FALSE AS done FROM _fw
+  UNION ALL
+  (WITH o AS (SELECT * EXCLUDE (lvl, done) FROM r WHERE NOT done),
+   lv AS (SELECT max(lvl) + 1 AS l FROM r),
+   st AS (SELECT pid, count(*) AS n, {span} FROM o GROUP BY pid HAVING count(*) >= {2 * k}),
+   k AS (SELECT pid, n, {best} AS dim FROM st),
+   h AS (SELECT w.pid, k.n, {v} AS v, count(*) AS c FROM o AS w JOIN k ON k.pid = w.pid GROUP BY ALL),
+   cu AS (SELECT pid, n, v, sum(c) OVER (PARTITION BY pid ORDER BY v) AS cum FROM h),
+   m0 AS (SELECT pid, min(v) FILTER (WHERE 2 * cum >= n) AS m1, max(v) AS vmax, max(n) AS n FROM cu GROUP BY pid),
+   m AS (SELECT cu.pid, max(m0.n) AS n,
+                CASE WHEN max(m0.m1) = max(m0.vmax) THEN max(cu.v) FILTER (WHERE cu.v < m0.vmax) ELSE max(m0.m1) END AS m,
+                CASE WHEN max(m0.m1) = max(m0.vmax) THEN max(cu.cum) FILTER (WHERE cu.v < m0.vmax)
+                     ELSE min(cu.cum) FILTER (WHERE 2 * cu.cum >= cu.n) END AS left_n
+         FROM cu JOIN m0 ON m0.pid = cu.pid GROUP BY cu.pid),
+   ok AS (SELECT k.pid, k.dim, m.m FROM k JOIN m ON m.pid = k.pid WHERE m.left_n >= {k} AND m.n - m.left_n >= {k})
+   SELECT w.rid, w.pid * 2 + CAST({v} > k.m AS BIGINT), {cols}, lv.l, FALSE
+   FROM o AS w JOIN ok AS k ON k.pid = w.pid CROSS JOIN lv
+   UNION ALL
+   SELECT w.*, lv.l, TRUE FROM o AS w CROSS JOIN lv WHERE w.pid NOT IN (SELECT pid FROM ok))
+) SELECT count(DISTINCT pid), max(lvl), count(*) FROM r"""
+
+    def measure(self) -> None:
+        for name, sql in self.steps.items():
+            t0 = time.perf_counter()
+            self.e.fetch_rows(sql) if sql.lstrip().startswith(("SELECT", "WITH")) else self.e.execute(sql)
+            self.runs[name].append(time.perf_counter() - t0)
+
+    def report(self, allowed: float, target: float) -> None:
+        med = {k: statistics.median(v) for k, v in self.runs.items()}
+        names = list(med)
+        per_pass = med[names[1]] + med[names[2]]
+        rounds = self.passes * per_pass
+        total = med[names[0]] + rounds + med[names[3]] + med[names[4]]
+        print(f"floors ({self.rows} rows; a level-wise run: {self.rounds} rounds, {self.classes} classes, "
+              f"the rows cut add up to {self.passes:.2f} passes over the table):")
+        for k in names:
+            print(f"  {k}: median {med[k]:.4f} s ({', '.join(f'{x:.4f}' for x in self.runs[k])})")
+        print(f"  rounds: {self.passes:.2f} passes x {per_pass:.4f} s = {rounds:.3f} s")
+        print(f"  sum of the floors (set-up + rounds + release + verification): {total:.3f} s; "
+              f"the target ({target:g}x the peer) allows {allowed:.3f} s: "
+              + ("out of reach" if total >= allowed else f"{allowed - total:.3f} s left for everything else"))
+        lean = med[names[5]] + med[names[0]] + med[names[3]] + med[names[4]]
+        print(f"  with the leanest one-statement rounds instead: {lean:.3f} s")
 
 
 if __name__ == "__main__":
