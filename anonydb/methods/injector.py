@@ -4,18 +4,21 @@ spec-injector-tradeoff-foreground 2.5].
 
 1. Mine the rules at ``min_exp`` (:mod:`anonydb.attacks.knowledge`): each tuple gets its IVS, the
    sensitive values it cannot take.
-2. Bucketize (Fig 3.2). Tuples with the same (sensitive value, IVS) are interchangeable, so the
-   greedy works on those classes with counts (one SQL aggregate); sets of values are bitmasks.
-   t_j is incompatible with t_i when they share the value or one cannot take the other's; NIT[g]
-   (the tuples still unassigned that are incompatible with g) is one vectorized expression over
-   the classes. Phase 2 repeatedly starts a group with the most constrained tuple (max NIT) and adds
-   the compatible tuple that leaves the fewest incompatible ones (min NIT[g + t]) until it holds l
-   pairwise-compatible tuples (matching l-diverse by construction); a start that finds no
-   compatible partner goes to the leftovers (its partners return to the pool: spec A6's default).
-   Phase 3 adds each leftover to the group with the fewest tuples incompatible with it and, while
-   that tuple has fewer than l valid values (judged by the matching l-diversity SQL model), merges
-   in the group adding the most new values. Python loops over groups being formed (rounds); every
-   step is a NumPy expression over the classes, and tuples never leave the database.
+2. Bucketize (Fig 3.2), set-based: tuples with the same (sensitive value, IVS) are interchangeable,
+   so the grouping works on those classes with counts; sets of values are bitmasks. t_j is
+   incompatible with t_i when they share the value or one cannot take the other's (Def 3.4.2).
+   Phase 2 runs in rounds of one SQL statement (``injector_round.sql.j2``): every class with
+   tuples left starts a template of l pairwise compatible classes (its partners: the compatible
+   classes with the most tuples left), and the templates are granted copies in the order of their
+   start's NIT (the most constrained first), each a fair share of its members' tuples; a group of
+   one tuple per class of a template is matching l-diverse by construction. Phase 3 places the
+   tuples no round grouped in the groups with the fewest members incompatible with them
+   (``injector_place.sql.j2``) and, in rounds, merges every group where such a tuple has fewer than
+   l valid values (judged by the matching l-diversity SQL model) into the group adding the most new
+   values. Python loops over rounds only; tuples and groups never leave the database. Departure
+   from Fig 3.2, whose greedy forms one group at a time (the partner minimizing NIT[g + t]): the
+   same guarantee, dealt as Anatomy deals its records; on Adult it forms more groups and leaves
+   fewer tuples over (BENCHMARKS.md, "Injector in set-based rounds").
 3. Release: classes are mapped back to tuples in SQL (seeded random order within a class), QIT
    (QIs, group_id; shuffled) and ST (group_id, value, count) are verified (every group matching
    l-diverse under the same rules, every tuple once) and swapped in together.
@@ -26,8 +29,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
-
-import numpy as np
 
 from ..engines.base import Engine
 from ..engines import connect
@@ -121,32 +122,20 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
                     f"group gives them {lv} valid values; lower l, raise min_exp, coarsen the hierarchies, or form "
                     f"rules from larger itemsets only ({_spell('itemset_support', 1000)}, say); the largest feasible l here is "
                     f"{_largest_l(eng, rows, m)}")
-            cls = eng.fetch_rows(f"SELECT _adb_code, _adb_ivs, count(*) FROM {ident(rows)} GROUP BY ALL ORDER BY 1, 2")[1]
-            codes = np.array([c for c, _, _ in cls], dtype=np.int64)
-            ivs = np.array([v for _, v, _ in cls], dtype=np.int64)
-            counts = np.array([k for _, _, k in cls], dtype=np.int64)
-            groups, leftovers = _group(codes, ivs, counts.copy(), lv)
-            if not groups:
-                raise InfeasibleError(f"no group of {lv} pairwise compatible tuples exists (the values and the mined "
-                                      f"rules leave too few combinations); lower l or min_exp")
-            alloc = np.zeros((len(groups), len(codes)), dtype=np.int64)
-            np.add.at(alloc, (np.repeat(np.arange(len(groups)), [len(m) for m in groups]),
-                              np.concatenate([np.asarray(m, dtype=np.int64) for m in groups])), 1)
-            merges = _place_leftovers(eng, s, codes, ivs, alloc, leftovers, lv)
-            alloc = alloc[alloc.sum(axis=1) > 0]
-            assign = s.table("SELECT * FROM (VALUES " + ", ".join(
-                f"({gi + 1}, {int(codes[c])}, {int(ivs[c])}, {int(alloc[gi, c])})"
-                for gi in range(alloc.shape[0]) for c in range(len(codes)) if alloc[gi, c]) +
-                ") AS a(group_id, _adb_code, _adb_ivs, _adb_take)")
+            assign, leftovers, merges = _group(eng, s, rows, lv)
             key = order.key64(eng, "injector")
             qcols = ", ".join(f"r.{ident(c)}" for c in qi_cols)
             placed = s.table(
                 f"WITH r AS (SELECT *, row_number() OVER (PARTITION BY _adb_code, _adb_ivs ORDER BY "
                 f"hash(xor(hash(_adb_rid), CAST({key} AS UBIGINT))), _adb_rid) AS _adb_k FROM {ident(rows)}), "
                 f"a AS (SELECT *, sum(_adb_take) OVER (PARTITION BY _adb_code, _adb_ivs ORDER BY group_id) AS _adb_hi "
-                f"FROM {ident(assign)}) "
-                f"SELECT {qcols}, r.{ident(sensitive)}, a.group_id, r._adb_rid FROM r JOIN a ON a._adb_code = r._adb_code "
-                f"AND a._adb_ivs = r._adb_ivs AND r._adb_k > a._adb_hi - a._adb_take AND r._adb_k <= a._adb_hi")
+                f"FROM {ident(assign)}), "
+                # one slot per tuple a group takes of a class, numbered on from the groups before it: an
+                # equi-join (a range join per class is quadratic in the class's size)
+                f"k AS (SELECT a.group_id, a._adb_code, a._adb_ivs, a._adb_hi - a._adb_take + x.i + 1 AS _adb_k "
+                f"FROM a CROSS JOIN LATERAL range(a._adb_take) AS x(i)) "
+                f"SELECT {qcols}, r.{ident(sensitive)}, k.group_id, r._adb_rid FROM r JOIN k ON k._adb_code = r._adb_code "
+                f"AND k._adb_ivs = r._adb_ivs AND k._adb_k = r._adb_k")
             placed_n = int(eng.scalar(f"SELECT count(*) FROM {ident(placed)}"))
             if placed_n != n:
                 raise AnonyDBError(f"internal error: {placed_n} of {n} tuples were placed in groups")
@@ -164,7 +153,7 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
             n_groups = report.groups
         pub.commit([(qit_stage, qit_name), (st_stage, st_name)])
     return InjectorResult(qit=qit_name, st=st_name, rows=n, groups=n_groups, rules=kb.minimal, rules_total=kb.total,
-                          profile=kb.profile, leftovers=len(leftovers), merges=merges, min_valid=min_valid,
+                          profile=kb.profile, leftovers=leftovers, merges=merges, min_valid=min_valid,
                           seconds=time.perf_counter() - t0, mine_seconds=mine_s, examples=kb.examples, report=report,
                           dropped=dropped, order=order.describe())
 
@@ -210,102 +199,91 @@ def _largest_l(eng: Engine, rows: str, m: int) -> int:
     return int(eng.scalar(f"SELECT min({m} - bit_count(_adb_ivs)) FROM {ident(rows)}"))
 
 
-def _incompatible(codes, ivs):
-    """Inc[i, j]: tuples of classes i and j are incompatible (Def 3.4.2: same value, or one cannot take
-    the other's); symmetric. A tuple is incompatible with a group when it is with one of its members."""
-    bits = np.left_shift(np.int64(1), codes)
-    return ((codes[:, None] == codes[None, :]) | ((ivs[:, None] & bits[None, :]) != 0)
-            | ((ivs[None, :] & bits[:, None]) != 0))
+def _group(eng: Engine, s: Any, rows: str, l: int) -> tuple[str, int, int]:
+    """Phases 2 and 3 of Fig 3.2 as set-based SQL over the classes of interchangeable tuples (same
+    value, same IVS); Python loops over rounds only. Returns (the allocation: group_id, _adb_code,
+    _adb_ivs, _adb_take; the tuples placed after grouping; the merges).
 
-
-def _group(codes, ivs, counts, l):
-    """Phase 2 of Fig 3.2 over classes; returns (groups as lists of class indexes, leftover classes).
-    NIT[g + c] = sum_j counts_j (I_g[j] or Inc[c, j]) with I_g the classes incompatible with g."""
-    inc = _incompatible(codes, ivs)
-    inc_i = inc.astype(np.float64)  # float: the products go through BLAS (counts stay far below 2^53)
-    groups, leftovers = [], []
-    while counts.sum() >= l:
-        live = np.flatnonzero(counts > 0)
-        i = int(live[int(np.argmax(inc_i[live] @ counts.astype(np.float64)))])  # most constrained first; ties: lowest class
-        counts[i] -= 1
-        members = [i]
-        ig = inc[i].copy()
-        while len(members) < l:
-            cand = np.flatnonzero((counts > 0) & ~ig)
-            if cand.size == 0:
-                for j in members[1:]:
-                    counts[j] += 1
-                leftovers.append(i)
-                members = None
-                break
-            free = (counts * ~ig).astype(np.float64)
-            j = int(cand[int(np.argmin(inc_i[cand] @ free))])  # the base term sum(counts * ig) is common
-            counts[j] -= 1
-            members.append(j)
-            ig |= inc[j]
-        if members:
-            groups.append(members)
-    leftovers += [int(c) for c in np.repeat(np.arange(len(counts)), counts)]
-    return groups, leftovers
-
-
-def _place_leftovers(eng, s, codes, ivs, alloc, leftovers, l) -> int:
-    """Phase 3: each leftover joins the group with the fewest tuples incompatible with it (in turn;
-    the groups x classes incompatibility counts are kept up to date incrementally); then, in rounds,
-    every group holding a placed tuple with fewer than l valid values (one SQL statement of the
-    matching model per round, for all such groups) absorbs the group adding the most new values.
-    Monotonicity (adding tuples never removes valid values) makes only the placed tuples need
-    re-checking. Returns the number of merges."""
-    bits = np.left_shift(np.int64(1), codes)
-    inc_i = _incompatible(codes, ivs).astype(np.float64)
-    score = alloc.astype(np.float64) @ inc_i  # score[g, c]: tuples of g incompatible with class c (BLAS)
-    placed: dict[int, set[int]] = {}
-    for c in leftovers:
-        g = int(np.argmin(score[:, c]))
-        alloc[g, c] += 1
-        score[g] += inc_i[c]
-        placed.setdefault(g, set()).add(c)
-    merges = 0
-    while placed:
-        failing = _failing(eng, s, codes, ivs, alloc, placed, l)
-        if not failing:
+    Phase 2 (``injector_round.sql.j2``): rounds in which every class starts a template of l
+    pairwise compatible classes and the templates are granted copies in priority order.
+    Phase 3: the tuples no round grouped join the groups with the fewest incompatible members
+    (``injector_place.sql.j2``); then, in rounds, every group where such a tuple has fewer than l
+    valid values (the matching model's SQL) merges into the group adding the most new values
+    among those that hold (all failing groups at once; merging never removes a valid value, so
+    only the merged groups are judged again)."""
+    cls = s.table(f"SELECT CAST(row_number() OVER (ORDER BY _adb_code, _adb_ivs) - 1 AS INTEGER) AS c, "
+                  f"CAST(_adb_code AS INTEGER) AS code, CAST(_adb_ivs AS BIGINT) AS ivs, "
+                  f"CAST(1 AS BIGINT) << CAST(_adb_code AS BIGINT) AS bit, count(*) AS rem "
+                  f"FROM {ident(rows)} GROUP BY _adb_code, _adb_ivs")
+    n_cls = int(eng.scalar(f"SELECT count(*) FROM {ident(cls)}"))
+    big = n_cls + 1  # orders (priority, class id) in one BIGINT
+    made = s.table("SELECT CAST([] AS INTEGER[]) AS members, CAST(0 AS BIGINT) AS d LIMIT 0")
+    while True:
+        granted = s.put("granted", eng.render("injector_round.sql.j2", cls=cls, l=l, big=big))
+        if not eng.scalar(f"SELECT count(*) FROM {ident(granted)}"):
             break
-        nxt: dict[int, set[int]] = {}
-        for g in failing:
-            if alloc[g].sum() == 0:  # absorbed by another failing group this round
-                continue
-            others = [h for h in np.flatnonzero(alloc.sum(axis=1) > 0) if h != g]
-            if not others:
-                raise InfeasibleError(f"a tuple cannot reach {l} valid values even with every group merged: "
-                                      f"matching {l}-diversity is infeasible under the mined rules")
-            sen_g = int(np.bitwise_or.reduce(bits[alloc[g] > 0]))
-            gain = [bin(int(np.bitwise_or.reduce(bits[alloc[h] > 0])) & ~sen_g).count("1") for h in others]
-            h = others[int(np.argmax(gain))]
-            alloc[g] += alloc[h]
-            alloc[h] = 0
-            nxt.setdefault(g, set()).update(placed.get(g, set()) | placed.get(h, set()))
-            nxt.pop(h, None)
-            merges += 1
-        placed = nxt
-    return merges
+        eng.execute(f"INSERT INTO {ident(made)} SELECT members, d FROM {ident(granted)}")
+        eng.execute(f"UPDATE {ident(cls)} SET rem = rem - u.used FROM (SELECT c, sum(d) AS used FROM "
+                    f"(SELECT unnest(members) AS c, d FROM {ident(granted)}) AS x GROUP BY c) AS u "
+                    f"WHERE {ident(cls)}.c = u.c")
+        if eng.scalar(f"SELECT sum(rem) FROM {ident(cls)}") < l:
+            break
+    leftovers = int(eng.scalar(f"SELECT sum(rem) FROM {ident(cls)}"))
+    gtypes = s.table(f"SELECT gt, members, d, CAST(sum(d) OVER (ORDER BY gt) - d + 1 AS BIGINT) AS first FROM "
+                     f"(SELECT row_number() OVER (ORDER BY members) AS gt, members, CAST(sum(d) AS BIGINT) AS d "
+                     f"FROM {ident(made)} GROUP BY members) AS g")
+    if eng.scalar(f"SELECT count(*) FROM {ident(gtypes)}"):
+        mem = s.table(f"SELECT g.first + r.i AS gid, m.c, CAST(1 AS BIGINT) AS k FROM {ident(gtypes)} AS g "
+                      f"CROSS JOIN LATERAL range(g.d) AS r(i) "
+                      f"CROSS JOIN LATERAL (SELECT unnest(g.members) AS c) AS m")
+        placed = s.table(eng.render("injector_place.sql.j2", cls=cls, gtypes=gtypes))
+        eng.execute(f"INSERT INTO {ident(mem)} SELECT gid, c, k FROM {ident(placed)}")
+    else:  # no template formed: every tuple in one group, which the model then judges
+        mem = s.table(f"SELECT CAST(1 AS BIGINT) AS gid, c, rem AS k FROM {ident(cls)} WHERE rem > 0")
+        placed = mem
+    watch = s.table(f"SELECT DISTINCT gid, c FROM {ident(placed)}")
+    merges = 0
+    while True:
+        failing = _failing(eng, s, cls, mem, watch, l)
+        n_fail = int(eng.scalar(f"SELECT count(*) FROM {ident(failing)}"))
+        if not n_fail:
+            break
+        vals = s.table(f"SELECT m.gid, bit_or(x.bit) AS vals FROM {ident(mem)} AS m JOIN {ident(cls)} AS x ON x.c = m.c "
+                       f"GROUP BY m.gid")
+        if eng.scalar(f"SELECT count(*) FROM {ident(vals)}") == 1:
+            raise InfeasibleError(f"a tuple cannot reach {l} valid values even with every group merged: "
+                                  f"matching {l}-diversity is infeasible under the mined rules")
+        # each failing group merges into the group (one per set of values, the lowest id) that holds
+        # and adds the most values; when every group fails, all of them merge into the first
+        merge = s.put("merge", f"""
+            WITH f AS (SELECT v.gid, v.vals FROM {ident(vals)} AS v SEMI JOIN {ident(failing)} AS x ON x.gid = v.gid),
+                 h AS (SELECT vals, min(gid) AS gid FROM {ident(vals)} AS v ANTI JOIN {ident(failing)} AS x ON x.gid = v.gid
+                       GROUP BY vals)
+            SELECT f.gid AS g, coalesce((SELECT arg_max(h.gid, bit_count(h.vals & ~f.vals) * {2 ** 40} - h.gid) FROM h),
+                                        (SELECT min(gid) FROM f)) AS h
+            FROM f""")
+        for t in (mem, watch):
+            eng.execute(f"UPDATE {ident(t)} SET gid = m.h FROM {ident(merge)} AS m WHERE {ident(t)}.gid = m.g")
+        merges += int(eng.scalar(f"SELECT count(*) FROM {ident(merge)} WHERE g <> h"))
+        eng.execute(f"DELETE FROM {ident(watch)} WHERE gid NOT IN (SELECT h FROM {ident(merge)})")
+        s.drop(vals)
+    assign = s.table(f"SELECT CAST(dense_rank() OVER (ORDER BY gid) AS BIGINT) AS group_id, _adb_code, _adb_ivs, _adb_take "
+                     f"FROM (SELECT m.gid, x.code AS _adb_code, x.ivs AS _adb_ivs, CAST(sum(m.k) AS BIGINT) AS _adb_take "
+                     f"FROM {ident(mem)} AS m JOIN {ident(cls)} AS x ON x.c = m.c GROUP BY m.gid, x.code, x.ivs) AS a")
+    return assign, leftovers, merges
 
 
-def _failing(eng, s, codes, ivs, alloc, placed, l) -> list[int]:
-    """The groups of ``placed`` where a placed class has fewer than l valid values (SQL model)."""
-    rows = [f"({g}, {int(codes[j])}, {int(ivs[j])}, {int(alloc[g, j])})"
-            for g in placed for j in np.flatnonzero(alloc[g] > 0)]
-    members = s.table(f"SELECT * FROM (VALUES {', '.join(rows)}) AS m(g, _adb_code, _adb_ivs, _adb_cnt)")
-    watch = s.table("SELECT * FROM (VALUES " + ", ".join(f"({g}, {int(codes[c])}, {int(ivs[c])})"
-                                                         for g, cs in placed.items() for c in cs) +
-                    ") AS w(g, _adb_code, _adb_ivs)")
+def _failing(eng: Engine, s: Any, cls: str, mem: str, watch: str, l: int) -> str:
+    """The groups (gid) where a watched class (``watch``: gid, c) has fewer than l valid values
+    (the matching model's SQL over the groups' members)."""
     from ..models.matching_diversity import valid_counts
 
-    bad = eng.fetch_rows(f"SELECT DISTINCT v.g FROM ({valid_counts(eng, members, ['g'])}) AS v JOIN {ident(watch)} AS w "
-                         f"ON w.g = v.g AND w._adb_code = v._adb_code AND w._adb_ivs = v._adb_ivs "
-                         f"WHERE v._adb_valid < {l} ORDER BY 1")[1]
-    s.drop(members)
-    s.drop(watch)
-    return [int(r[0]) for r in bad]
+    members = s.put("members", f"SELECT m.gid AS g, x.code AS _adb_code, x.ivs AS _adb_ivs, sum(m.k) AS _adb_cnt "
+                               f"FROM {ident(mem)} AS m JOIN {ident(cls)} AS x ON x.c = m.c "
+                               f"WHERE m.gid IN (SELECT gid FROM {ident(watch)}) GROUP BY ALL")
+    return s.put("failing", f"SELECT DISTINCT v.g AS gid FROM ({valid_counts(eng, members, ['g'])}) AS v "
+                            f"JOIN {ident(cls)} AS x ON x.code = v._adb_code AND x.ivs = v._adb_ivs "
+                            f"JOIN {ident(watch)} AS w ON w.gid = v.g AND w.c = x.c WHERE v._adb_valid < {l}")
 
 
 def verify(eng: Engine, s: Any, qit: str, st: str, kb: Rules, l: int, truth: str | None = None) -> tuple[int, int]:
