@@ -6,6 +6,8 @@ and how it grows with rows.
     python benchmarks/bench_injector.py bt                 # §4.4: (B,t) Mondrian, para1-4, b' sweep
     python benchmarks/bench_injector.py omega              # Fig. 3.10: Omega vs exact inference
     python benchmarks/bench_injector.py scale --rows 10000 30000 100000
+    python benchmarks/bench_injector.py scale --rows 100000 1000000 --no-bt
+    python benchmarks/bench_injector.py workloads          # groups, leftovers, seconds (issue 30)
 
 Adult: QIs age, workclass, education, marital-status, race, sex with the ARX hierarchies of
 ../shared/datasets/adult (age without one: its values), SA occupation (14 values).
@@ -268,13 +270,14 @@ def cmd_omega(args):
 
 def cmd_scale(args):
     """Mining + Injector (l = 3, minExp 0.9, QIs age, sex, race) and (B,t) Mondrian (k = 4,
-    b = 0.3, t = 0.2, 6 QIs) on synthetic censuses of growing size."""
+    b = 0.3, t = 0.2, 6 QIs) on synthetic censuses of growing size (``--no-bt``: Injector only)."""
     from anonydb.datasets import synthetic_census
 
-    header("Growth with rows (synthetic census, SA occupation)", "scale --rows " + " ".join(map(str, args.rows)))
-    print("| rows | Injector l=3 (age,sex,race) s | of which mining s | (B,t) Mondrian k=4 t=0.2 (6 QIs) s | "
-          "classes |")
-    print("|---|---|---|---|---|")
+    header("Growth with rows (synthetic census, SA occupation)",
+           "scale --rows " + " ".join(map(str, args.rows)) + (" --no-bt" if args.no_bt else ""))
+    print("| rows | Injector l=3 (age,sex,race) s | of which mining s | groups | tuples left over | merges | "
+          "(B,t) Mondrian k=4 t=0.2 (6 QIs) s | classes |")
+    print("|---|---|---|---|---|---|---|---|")
     q6 = ["age", "sex", "race", "marital_status", "education", "workclass"]
     for n in args.rows:
         eng = anonydb.connect()
@@ -282,11 +285,38 @@ def cmd_scale(args):
         t = time.perf_counter()
         r = injector("census", ["age", "sex", "race"], "occupation", l=3, out="inj", engine=eng, min_exp=0.9)
         inj_s = time.perf_counter() - t
-        t = time.perf_counter()
-        m = anonymize("census", q6, "occupation", out="gen", engine=eng, k=4, bt=(0.3, 0.2))
-        bt_s = time.perf_counter() - t
-        print(f"| {n:,} | {inj_s:.1f} | {r.mine_seconds:.1f} | {bt_s:.1f} | {m.classes:,} |")
+        bt = "-", "-"
+        if not args.no_bt:
+            t = time.perf_counter()
+            m = anonymize("census", q6, "occupation", out="gen", engine=eng, k=4, bt=(0.3, 0.2))
+            bt = f"{time.perf_counter() - t:.1f}", f"{m.classes:,}"
+        print(f"| {n:,} | {inj_s:.1f} | {r.mine_seconds:.1f} | {r.groups:,} | {r.leftovers:,} | {r.merges} | "
+              f"{bt[0]} | {bt[1]} |", flush=True)
         eng.close()
+
+
+def cmd_workloads(args):
+    """Injector's grouping on three workloads (issue 30): Adult at the thesis's defaults (6 QIs,
+    l = 6, itemset support 1000), Adult on age, sex, race at l = 3, and a 100,000-row census at
+    l = 3; minExp 0.9: groups, tuples left over by the rounds, merges, seconds with mining."""
+    from anonydb.datasets import synthetic_census
+
+    header("Injector's grouping on three workloads", "workloads")
+    print("| workload | rows | groups | largest possible (rows // l) | tuples left over | merges | s | of which mining s |")
+    print("|---|---|---|---|---|---|---|---|")
+    eng, hs = adult()
+    six, three = QIS, ["age", "sex", "race"]
+    runs = [("Adult, 6 QIs, l = 6, itemset support 1000", "adult", six, 6, qi_hier(hs, six, False, age=True), 1000),
+            ("Adult, age/sex/race, l = 3", "adult", three, 3, qi_hier(hs, three, False, age=True), "min")]
+    synthetic_census(eng, "census", rows=100_000, seed=42)
+    runs.append(("census 100k, age/sex/race, l = 3", "census", three, 3, None, "min"))
+    for name, table, qis, lv, h, sup in runs:
+        t = time.perf_counter()
+        r = injector(table, qis, "occupation", l=lv, out="inj", engine=eng, min_exp=0.9, hierarchies=h,
+                     itemset_support=sup, replace=True)
+        sec = time.perf_counter() - t
+        print(f"| {name} | {r.rows:,} | {r.groups:,} | {r.rows // lv:,} | {r.leftovers:,} | {r.merges} | {sec:.2f} | "
+              f"{r.mine_seconds:.2f} |", flush=True)
 
 
 def main():
@@ -316,8 +346,11 @@ def main():
     ti.add_argument("--support", nargs="+", default=["min", "1000", "3000", "max"])
     s = sub.add_parser("scale")
     s.add_argument("--rows", type=int, nargs="+", default=[10_000, 30_000, 100_000])
+    s.add_argument("--no-bt", action="store_true", help="Injector only (no (B,t) Mondrian)")
+    sub.add_parser("workloads")
     args = ap.parse_args()
     {"rules": cmd_rules, "attack": cmd_attack, "bt": cmd_bt, "omega": cmd_omega, "scale": cmd_scale,
+     "workloads": cmd_workloads,
      "sweep": cmd_sweep, "thesis-injector": cmd_thesis_injector}[args.cmd](args)
 
 
