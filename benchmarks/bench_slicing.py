@@ -96,9 +96,14 @@ def cmd_scale_one(args) -> None:
 def cmd_scale(args) -> None:
     res = []
     for n in args.rows:
-        out = subprocess.run([sys.executable, __file__, "scale-one", "--one", str(n)], capture_output=True, text=True,
-                             check=True).stdout
-        res.append(json.loads(out.strip().splitlines()[-1]))
+        run = subprocess.run([sys.executable, __file__, "scale-one", "--one", str(n)], capture_output=True, text=True)
+        if run.returncode:  # say why a size failed (a refused release, say) and go on with the others
+            why = next((x for x in reversed(run.stderr.splitlines()) if x.strip() and not x.startswith(" ")), "")
+            print(f"{n:,} rows: failed (exit {run.returncode}): {why[:300]}", file=sys.stderr, flush=True)
+            continue
+        res.append(json.loads(run.stdout.strip().splitlines()[-1]))
+    if len(res) < 2:
+        return
     xs = [math.log(r["rows"]) for r in res]
     ys = [math.log(r["seconds"]) for r in res]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
