@@ -121,29 +121,31 @@ class _Floors:
         e.execute(f"CREATE OR REPLACE TABLE _flab AS SELECT CAST(rowid AS BIGINT) AS cls, "
                   + ", ".join(f"'[' || CAST({ident(q)} AS VARCHAR) || ']' AS {ident(q)}" for q in qis)
                   + f" FROM t LIMIT {self.classes}")
-        v = "CASE k.dim " + " ".join(f"WHEN {i} THEN w.c{i}" for i in range(d)) + " END"
-        cols = ", ".join(f"w.c{i}" for i in range(d))
+        self.v = "CASE k.dim " + " ".join(f"WHEN {i} THEN w.c{i}" for i in range(d)) + " END"  # each row's cut code
+        self.cols = ", ".join(f"w.c{i}" for i in range(d))
+        v, cols = self.v, self.cols
         for i, q in enumerate(qis):  # per-QI dictionaries (not timed): the codes the rounds cut on
             e.execute(f"CREATE OR REPLACE TABLE _fd{i} AS SELECT v, CAST(row_number() OVER (ORDER BY v) - 1 AS INTEGER) AS c "
                       f"FROM (SELECT DISTINCT {ident(q)} AS v FROM t)")
         coded = ", ".join(f"d{i}.c AS c{i}" for i in range(d))
         joins = " ".join(f"JOIN _fd{i} AS d{i} ON d{i}.v IS NOT DISTINCT FROM b.{ident(q)}" for i, q in enumerate(qis))
-        self.steps = {
-            "set-up: the QIs read once and written as integer codes (what the rounds read)":
-                f"CREATE OR REPLACE TABLE _fw0 AS SELECT CAST(b.rowid AS BIGINT) AS rid, {coded} FROM t AS b {joins}",
-            "histogram, each partition on its own dimension (per pass)":
-                f"SELECT sum(n) FROM (SELECT w.pid, {v} AS v, count(*) AS n FROM _fw AS w JOIN _fcut AS k ON k.pid = w.pid GROUP BY ALL)",
-            "relabel, each row by its partition's cut (per pass)":
-                f"CREATE OR REPLACE TABLE _fw2 AS SELECT w.rid, k.new0 + CAST({v} > k.m AS BIGINT) AS pid, {cols} "
-                f"FROM _fw AS w JOIN _fcut AS k ON k.pid = w.pid",
-            "release: rows joined with their class's labels, keyed-hash order":
-                f"CREATE OR REPLACE TABLE _frel AS SELECT l.*, b.{ident(sa)} FROM t AS b JOIN _flab AS l "
-                f"ON l.cls = CAST(hash(b.rowid) % {self.classes} AS BIGINT) "
-                f"ORDER BY md5_number(CAST(b.rowid AS VARCHAR) || 'a-secret-key-of-24-chars'), b.rowid",
-            "verification: GROUP BY the published columns":
-                "SELECT count(*), min(n) FROM (SELECT count(*) AS n FROM rel GROUP BY ALL)".replace(
-                    "GROUP BY ALL", "GROUP BY " + ", ".join(ident(q) for q in qis) + ", " + ident(sa)),
-            "one-statement rounds at their leanest (k only, widest dimension only)": self._lean(),
+        published = ", ".join(ident(c) for c in qis + [sa])
+        self.steps = {  # key: (what it is, the statement)
+            "setup": ("set-up: the QIs read once and written as integer codes (what the rounds read)",
+                      f"CREATE OR REPLACE TABLE _fw0 AS SELECT CAST(b.rowid AS BIGINT) AS rid, {coded} FROM t AS b {joins}"),
+            "hist": ("histogram, each partition on its own dimension (per pass)",
+                     f"SELECT sum(n) FROM (SELECT w.pid, {v} AS v, count(*) AS n FROM _fw AS w JOIN _fcut AS k "
+                     f"ON k.pid = w.pid GROUP BY ALL)"),
+            "relabel": ("relabel, each row by its partition's cut (per pass)",
+                        f"CREATE OR REPLACE TABLE _fw2 AS SELECT w.rid, k.new0 + CAST({v} > k.m AS BIGINT) AS pid, {cols} "
+                        f"FROM _fw AS w JOIN _fcut AS k ON k.pid = w.pid"),
+            "release": ("release: rows joined with their class's labels, keyed-hash order",
+                        f"CREATE OR REPLACE TABLE _frel AS SELECT l.*, b.{ident(sa)} FROM t AS b JOIN _flab AS l "
+                        f"ON l.cls = CAST(hash(b.rowid) % {self.classes} AS BIGINT) "
+                        f"ORDER BY md5_number(CAST(b.rowid AS VARCHAR) || 'a-secret-key-of-24-chars'), b.rowid"),
+            "verify": ("verification: GROUP BY the published columns",
+                       f"SELECT count(*), min(n) FROM (SELECT count(*) AS n FROM rel GROUP BY {published})"),
+            "lean": ("one-statement rounds at their leanest (k only, widest dimension only)", self._lean()),
         }
         self.runs: dict[str, list[float]] = {k: [] for k in self.steps}
 
@@ -155,10 +157,9 @@ class _Floors:
         d, k = len(self.qis), 10
         rng = self.e.fetch_rows("SELECT " + ", ".join(f"greatest(max(c{i}) - min(c{i}), 1)" for i in range(d)) + " FROM _fw")[1][0]
         span = ", ".join(f"(max(c{i}) - min(c{i})) / {r}.0 AS s{i}" for i, r in enumerate(rng))
-        v = "CASE k.dim " + " ".join(f"WHEN {i} THEN w.c{i}" for i in range(d)) + " END"
+        v, cols = self.v, self.cols
         every = ", ".join(f"s{j}" for j in range(d))
         best = "CASE " + " ".join(f"WHEN s{i} >= greatest({every}) THEN {i}" for i in range(d)) + " END"
-        cols = ", ".join(f"w.c{i}" for i in range(d))
         return f"""
 WITH RECURSIVE r USING KEY (rid) AS (
   SELECT rid, CAST(0 AS BIGINT) AS pid, {', '.join(f'c{i}' for i in range(d))}, 0 AS lvl, FALSE AS done FROM _fw
@@ -183,27 +184,26 @@ WITH RECURSIVE r USING KEY (rid) AS (
 ) SELECT count(DISTINCT pid), max(lvl), count(*) FROM r"""
 
     def measure(self) -> None:
-        for name, sql in self.steps.items():
+        for key, (_, sql) in self.steps.items():
             t0 = time.perf_counter()
             self.e.fetch_rows(sql) if sql.lstrip().startswith(("SELECT", "WITH")) else self.e.execute(sql)
-            self.runs[name].append(time.perf_counter() - t0)
+            self.runs[key].append(time.perf_counter() - t0)
 
     def report(self, allowed: float, target: float) -> None:
         med = {k: statistics.median(v) for k, v in self.runs.items()}
-        names = list(med)
-        per_pass = med[names[1]] + med[names[2]]
+        per_pass = med["hist"] + med["relabel"]
         rounds = self.passes * per_pass
-        total = med[names[0]] + rounds + med[names[3]] + med[names[4]]
+        rest = med["setup"] + med["release"] + med["verify"]  # what every plan pays beside its rounds
+        total = rest + rounds
         print(f"floors ({self.rows} rows; a level-wise run: {self.rounds} rounds, {self.classes} classes, "
               f"the rows cut add up to {self.passes:.2f} passes over the table):")
-        for k in names:
-            print(f"  {k}: median {med[k]:.4f} s ({', '.join(f'{x:.4f}' for x in self.runs[k])})")
+        for k, (label, _) in self.steps.items():
+            print(f"  {label}: median {med[k]:.4f} s ({', '.join(f'{x:.4f}' for x in self.runs[k])})")
         print(f"  rounds: {self.passes:.2f} passes x {per_pass:.4f} s = {rounds:.3f} s")
         print(f"  sum of the floors (set-up + rounds + release + verification): {total:.3f} s; "
               f"the target ({target:g}x the peer) allows {allowed:.3f} s: "
               + ("out of reach" if total >= allowed else f"{allowed - total:.3f} s left for everything else"))
-        lean = med[names[5]] + med[names[0]] + med[names[3]] + med[names[4]]
-        print(f"  with the leanest one-statement rounds instead: {lean:.3f} s")
+        print(f"  with the leanest one-statement rounds instead: {rest + med['lean']:.3f} s")
 
 
 if __name__ == "__main__":

@@ -218,7 +218,8 @@ def _group(eng: Engine, s: Any, rows: str, l: int) -> tuple[str, int, int]:
     n_cls = int(eng.scalar(f"SELECT count(*) FROM {ident(cls)}"))
     big = n_cls + 1  # orders (priority, class id) in one BIGINT
     made = s.table("SELECT CAST([] AS INTEGER[]) AS members, CAST(0 AS BIGINT) AS d LIMIT 0")
-    while True:
+    leftovers = int(eng.scalar(f"SELECT sum(rem) FROM {ident(cls)}"))  # the tuples no round has grouped yet
+    while leftovers >= l:
         granted = s.put("granted", eng.render("injector_round.sql.j2", cls=cls, l=l, big=big))
         if not eng.scalar(f"SELECT count(*) FROM {ident(granted)}"):
             break
@@ -226,9 +227,7 @@ def _group(eng: Engine, s: Any, rows: str, l: int) -> tuple[str, int, int]:
         eng.execute(f"UPDATE {ident(cls)} SET rem = rem - u.used FROM (SELECT c, sum(d) AS used FROM "
                     f"(SELECT unnest(members) AS c, d FROM {ident(granted)}) AS x GROUP BY c) AS u "
                     f"WHERE {ident(cls)}.c = u.c")
-        if eng.scalar(f"SELECT sum(rem) FROM {ident(cls)}") < l:
-            break
-    leftovers = int(eng.scalar(f"SELECT sum(rem) FROM {ident(cls)}"))
+        leftovers = int(eng.scalar(f"SELECT sum(rem) FROM {ident(cls)}"))
     gtypes = s.table(f"SELECT gt, members, d, CAST(sum(d) OVER (ORDER BY gt) - d + 1 AS BIGINT) AS first FROM "
                      f"(SELECT row_number() OVER (ORDER BY members) AS gt, members, CAST(sum(d) AS BIGINT) AS d "
                      f"FROM {ident(made)} GROUP BY members) AS g")
