@@ -15,8 +15,9 @@ Three phases, all in the database:
 Departure from Fig 4.1 (a FIFO queue checking one bucket's cut at a time): the plan is
 level-wise. A round proposes the cuts of all open buckets at once (``sql/slicing_split.sql.j2``),
 checks the whole tentative slicing once, and when some tuples then fail, takes back the cuts of
-the changed buckets those tuples match (a failure can only come from a bucket that changed, as
-p(t,.) depends on t's matching buckets only) and checks again, until the check passes; the
+the buckets those tuples matched before their cut (a failure can only come from a bucket that
+changed, as p(t,.) depends on t's matching buckets only; a tuple may match a bucket through
+several rows and neither of its halves) and checks again, until the check passes; the
 partition after each round is l-diverse, as after each step of Fig 4.1. A bucket whose cut was
 taken back tries its next-widest dimension in the next round (``tries``; ``tries=1`` finalizes
 it at once, as Fig 4.1 does). The check joins each tuple only with the buckets that hold its
@@ -332,8 +333,8 @@ class _Partitioner:
                                             f"FROM {ident(self.tup)} AS t LEFT JOIN {ident(acc)} AS a ON a.rid = t.rid")
                 changed = s.put("changed", f"SELECT DISTINCT bid, parent FROM {ident(acc)}")
                 culprits = [r[0] for r in eng.fetch_rows(
-                    self.model.plan(eng, ident(applied), self.chain(applied), ident(applied), mode="culprits", changed=changed,
-                                    focus=ident(changed)))[1]]
+                    self.model.plan(eng, ident(applied), self.chain(applied), ident(applied), mode="culprits",
+                                    changed=changed))[1]]
                 self.checks += 1
                 if not culprits:
                     break
