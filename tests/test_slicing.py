@@ -252,25 +252,26 @@ def _round_outcome(engine, rows, before, cut, after):
              {"alias": "x1", "rel": "(SELECT bid, k1 AS k FROM app)", "key": "k1"},
              {"alias": "x2", "rel": ident("app"), "key": "kq"}]
     back: set[int] = set()
-    while True:
+    while cut - back:  # as the partitioner: no check once every cut is taken back
         now = [p if p in back else a for p, a in zip(before, after)]
         engine.execute("CREATE OR REPLACE TABLE app AS SELECT * FROM (VALUES "
                        + ", ".join(f"({b}, {r['A']}, {r['B']}, 0, {r['S']})" for r, b in zip(rows, now))
                        + ") AS v(bid, k0, k1, kq, s)")
         engine.execute("CREATE OR REPLACE TABLE chg AS SELECT * FROM (VALUES "
                        + ", ".join(f"({b}, {p})" for p, b in sorted({(p, a) for p, a in zip(before, now) if p in cut
-                                                                     and p not in back}) or [(-1, -1)])
-                       + ") AS v(bid, parent) WHERE bid >= 0")
+                                                                     and p not in back}))
+                       + ") AS v(bid, parent)")
         culprits = {r[0] for r in engine.fetch_rows(model.plan(engine, ident("app"), chain, ident("app"),
                                                                mode="culprits", changed="chg"))[1]}
         assert culprits <= cut - back, (culprits, cut, back)
         if not culprits:
             return now, back
         back |= culprits
+    return list(before), back
 
 
-# a round where the only failing tuple, (A=3, B=3) in an uncut bucket, matched bucket 4 through two
-# rows that its cut separates: it matches neither half and loses bucket 4's diverse values
+# a round where a failing tuple, (A=3, B=3) in an uncut bucket, matched bucket 4 through two rows
+# that its cut separates: it matches neither half and loses bucket 4's diverse values
 LOST = ([(3, 1, 0), (1, 2, 1), (1, 1, 1), (1, 3, 2), (0, 3, 3), (2, 3, 3), (3, 3, 1), (2, 1, 0), (3, 1, 1), (1, 1, 0),
          (0, 2, 4), (3, 1, 2), (0, 1, 4)],
         [4, 3, 1, 1, 1, 4, 2, 1, 2, 3, 3, 2, 1], [40, 30, 1, 1, 1, 41, 2, 1, 2, 30, 31, 2, 1])
