@@ -305,6 +305,79 @@ def test_the_rounds_take_back_cuts_until_the_slicing_is_l_diverse(engine):
     assert not oracle.is_l_diverse([dict(zip("ABS", r)) for r in LOST[0]], [["A"], ["B"], ["S"]], "S", LOST[2], 2)
 
 
+def _single_failures(engine, rows, bids, cuts, side_by_side):
+    """The cuts the round's check of each cut alone (mode 'single') names. ``cuts``: (cut id,
+    parent bucket, the side of each of the parent's rows, in row order). ``side_by_side``: the
+    layout of a round's second attempt (several cuts of one bucket, children under ids of their
+    own); else one cut per bucket named by the bucket, its children under their real ids."""
+    from anonydb.sqlgen import ident
+
+    model = SlicedLDiversity(2)
+    cur = [(b, r["A"], r["B"], 0, r["S"]) for r, b in zip(rows, bids)]
+    kids, levels = [], []
+    for cid, parent, sides in cuts:
+        mine = [r for r, b in zip(rows, bids) if b == parent]
+        for r, side in zip(mine, sides):
+            child = -(2 * cid + side) - 1 if side_by_side else 2 * parent + side
+            kids.append((child, r["A"], r["B"], 0, r["S"]))
+            levels.append((child, cid, True, False))
+        levels.append((parent, cid, False, False) if side_by_side else None)
+    named = {p for _, p, _ in cuts}
+    levels = sorted({x for x in levels if x}, key=str) + [(b, None if side_by_side or b not in named else b, False,
+                                                           True) for b in sorted(set(bids))]
+    vals = lambda rel: ", ".join(f"({b}, {a}, {bb}, {q}, {s})" for b, a, bb, q, s in rel)
+    engine.execute(f"CREATE OR REPLACE TABLE cur AS SELECT * FROM (VALUES {vals(cur)}) AS v(bid, k0, k1, kq, s)")
+    engine.execute(f"CREATE OR REPLACE TABLE two AS SELECT * FROM (VALUES {vals(cur + kids)}) AS v(bid, k0, k1, kq, s)")
+    engine.execute("CREATE OR REPLACE TABLE lv AS SELECT bid, CAST(parent AS BIGINT) AS parent, child, base FROM (VALUES "
+                   + ", ".join(f"({b}, {'NULL' if p is None else p}, {c}, {bs})" for b, p, c, bs in levels)
+                   + ") AS v(bid, parent, child, base)")
+    chain = [{"alias": "x0", "rel": "(SELECT bid, k0 AS k FROM two)", "key": "k0"},
+             {"alias": "x1", "rel": "(SELECT bid, k1 AS k FROM two)", "key": "k1"},
+             {"alias": "x2", "rel": ident("two"), "key": "kq"}]
+    focus = "(SELECT * FROM (VALUES " + ", ".join(f"({p})" for p in sorted(named)) + ") AS f(bid))"
+    return {r[0] for r in engine.fetch_rows(model.plan(engine, ident("cur"), chain, ident("two"), mode="single",
+                                                       levels="lv", focus=focus))[1]}
+
+
+def test_each_cut_judged_alone_matches_the_brute_force(engine):
+    """The check of each proposed cut alone (mode 'single'), in both layouts a round uses: one cut
+    per bucket, and a bucket's further dimensions side by side (several cuts of one bucket, each
+    judged as if it were the only change). A cut is named exactly when the brute force finds the
+    slicing with that cut alone applied not l-diverse."""
+    rng = random.Random(11)
+    named = judged = 0
+    for trial in range(60):
+        side_by_side = trial % 2 == 1
+        n = rng.randint(8, 24)
+        rows = [{"A": rng.randint(0, 3), "B": rng.randint(0, 3), "S": rng.randint(0, 4)} for _ in range(n)]
+        bids = [rng.randint(4, 7) for _ in range(n)]  # leaves of the bucket tree: children 2b, 2b + 1 are new
+        if not oracle.is_l_diverse(rows, [["A"], ["B"], ["S"]], "S", bids, 2):
+            continue
+        cuts, cid = [], 100
+        for b in sorted(set(bids)):
+            size = bids.count(b)
+            if size < 2:
+                continue
+            for _ in range(rng.randint(1, 3) if side_by_side else 1):
+                sides = [0] * (size // 2) + [1] * (size - size // 2)
+                rng.shuffle(sides)
+                cuts.append((cid if side_by_side else b, b, sides))
+                cid += 1
+        if not cuts:
+            continue
+        got = _single_failures(engine, rows, bids, cuts, side_by_side)
+        want = set()
+        for c, parent, sides in cuts:
+            it = iter(sides)
+            after = [b * 10 + next(it) if b == parent else b for b in bids]
+            if not oracle.is_l_diverse(rows, [["A"], ["B"], ["S"]], "S", after, 2):
+                want.add(c)
+        assert got == want, (trial, rows, bids, cuts)
+        named += len(want)
+        judged += len(cuts)
+    assert 0 < named < judged  # some cuts fail alone, some hold
+
+
 # ------------------------------------------------------------------------------------------------
 # membership (spec 4.4, 8.7, 8.8)
 
@@ -411,6 +484,23 @@ def test_slicing_release_shape_and_verification(engine):
     assert engine.fetch_rows("SELECT * FROM rel_again ORDER BY ALL")[1] == \
         engine.fetch_rows("SELECT * FROM rel ORDER BY ALL")[1]
     assert again.buckets == r.buckets
+
+
+def test_a_round_cuts_on_the_next_dimension_when_the_widest_fails(engine):
+    """Cut on X (tried first: both spans are 1), the left half holds only S = a, so the tuple
+    (1, 1, a) has p = 1 > 1/2; cut on Y, both halves hold a and b and every tuple matches one half
+    only (p = 1/2). The round judges Y beside X and cuts on it at once; with tries=1, Fig 4.1
+    as written, the root stays whole."""
+    make_table(engine, "xy", ["X", "Y", "S"], [(1, 1, "a"), (2, 2, "a"), (3, 1, "b"), (4, 2, "b")])
+    seen = []
+    r = slicing("xy", "X,Y", "S", l=2, columns=[["X"], ["Y"], ["S"]], out="sxy", engine=engine, seed=1,
+                progress=seen.append)
+    assert r.buckets == 2 and r.verdict.holds
+    assert seen[0]["open"] == 2  # round 1 cut the root (on Y): its two halves are open
+    groups = engine.fetch_rows("SELECT bucket_id, list(\"Y\" ORDER BY \"Y\") FROM sxy_c2 GROUP BY 1")[1]
+    assert sorted(ys for _, ys in groups) == [[1, 1], [2, 2]]
+    one = slicing("xy", "X,Y", "S", l=2, columns=[["X"], ["Y"], ["S"]], out="sxy1", engine=engine, seed=1, tries=1)
+    assert one.buckets == 1
 
 
 def test_slicing_the_eight_tuples(engine):

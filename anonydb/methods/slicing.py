@@ -13,15 +13,18 @@ Three phases, all in the database:
    (:mod:`anonydb.models.sliced_diversity`, the same code that verifies the release).
 
 Departure from Fig 4.1 (a FIFO queue checking one bucket's cut at a time): the plan is
-level-wise. A round proposes the cuts of all open buckets at once (``sql/slicing_split.sql.j2``),
-checks the whole tentative slicing once, and when some tuples then fail, takes back the cuts of
+level-wise. A round proposes the cuts of all open buckets at once (``sql/slicing_split.sql.j2``)
+and judges each cut alone; a bucket whose cut fails alone has its further dimensions (up to
+``tries``) judged side by side in a second attempt, and takes the widest that holds (a bucket
+none of whose cuts holds is final; ``tries=1`` finalizes it at once, as Fig 4.1 does). The round
+then checks the whole tentative slicing once, and when some tuples fail, takes back the cuts of
 the buckets those tuples matched before their cut (a failure can only come from a bucket that
 changed, as p(t,.) depends on t's matching buckets only; a tuple may match a bucket through
 several rows and neither of its halves) and checks again, until the check passes; the
 partition after each round is l-diverse, as after each step of Fig 4.1. A bucket whose cut was
-taken back tries its next-widest dimension in the next round (``tries``; ``tries=1`` finalizes
-it at once, as Fig 4.1 does). The check joins each tuple only with the buckets that hold its
-values, starting from the most selective column, instead of the O(n * buckets) scan of Fig 4.2.
+taken back tries the dimensions after it in the next round. The check joins each tuple only
+with the buckets that hold its values, starting from the most selective column, instead of the
+O(n * buckets) scan of Fig 4.2.
 
 The release: one table per column, ``<out>_c1`` .. ``<out>_c<c>`` (bucket_id, row_in_bucket, the
 column's attributes; values permuted within each bucket by a seeded hash, independently per
@@ -300,6 +303,18 @@ class _Partitioner:
                 f"all rows gives p(t,s) = {worst:.6g} > 1/l ({why}); the largest feasible l is {bound}"
                 + ("" if not qpart else " (or move those attributes out of the sensitive column)"))
 
+    def single(self, prop: str, child: str, levels: str) -> set[int]:
+        """The proposed cuts (``levels``' parent) that alone make some tuple fail: the current
+        buckets' tuples and, for every row of ``prop``, its tuple in the child ``prop.<child>``."""
+        keys = ", ".join("t." + k for k in self.keys)
+        two = self.s.put("two", f"SELECT t.bid, {keys}, t.s FROM {ident(self.tup)} AS t UNION ALL "
+                                f"SELECT p.{child}, {keys}, t.s FROM {ident(prop)} AS p JOIN {ident(self.tup)} AS t "
+                                f"ON t.rid = p.rid")
+        self.checks += 1
+        return {r[0] for r in self.eng.fetch_rows(self.model.plan(
+            self.eng, ident(self.tup), self.chain(two), ident(two), mode="single", levels=levels,
+            focus=f"(SELECT DISTINCT parent AS bid FROM {ident(prop)})"))[1]}
+
     def run(self, progress) -> int:
         eng, s = self.eng, self.s
         state = s.put("state", "SELECT CAST(1 AS BIGINT) AS bid, 0 AS attempt")
@@ -308,20 +323,43 @@ class _Partitioner:
             rounds += 1
             prop = s.put("prop", eng.render("slicing_split.sql.j2", tup=self.tup, state=state,
                                             ranges=self.ranges, min_bucket=self.min_bucket))
-            keys = ", ".join("t." + k for k in self.keys)
-            # every cut judged alone first (one statement), then the admissible ones together
-            two = s.put("two", f"SELECT t.bid, {keys}, t.s FROM {ident(self.tup)} AS t UNION ALL "
-                               f"SELECT p.bid, {keys}, t.s FROM {ident(prop)} AS p JOIN {ident(self.tup)} AS t "
-                               f"ON t.rid = p.rid")
-            # read once, by the single check: a subquery, not a table
-            levels = (f"(SELECT b.bid, p.parent, FALSE AS child FROM (SELECT DISTINCT bid FROM "
+            # every cut judged alone first (attempt 1: each bucket's next dimension; attempt 2: every
+            # further dimension of the buckets whose cut failed, side by side, the widest that holds
+            # wins), then the taken cuts together
+            levels = (f"(SELECT b.bid, p.parent, FALSE AS child, TRUE AS base FROM (SELECT DISTINCT bid FROM "
                       f"{ident(self.tup)}) AS b LEFT JOIN (SELECT DISTINCT parent FROM {ident(prop)}) "
-                      f"AS p ON p.parent = b.bid UNION ALL SELECT DISTINCT bid, parent, TRUE FROM "
+                      f"AS p ON p.parent = b.bid UNION ALL SELECT DISTINCT bid, parent, TRUE, FALSE FROM "
                       f"{ident(prop)})")
-            rejected: set[int] = {r[0] for r in eng.fetch_rows(self.model.plan(
-                eng, ident(self.tup), self.chain(two), ident(two), mode="single", levels=levels,
-                focus=f"(SELECT DISTINCT parent AS bid FROM {ident(prop)})"))[1]}
-            self.checks += 1
+            rejected = self.single(prop, "bid", levels)
+            # (parent, the attempt its bucket makes next should its cut be taken back)
+            nxt = f"SELECT DISTINCT p.parent, st.attempt + 1 AS nxt FROM {ident(prop)} AS p " \
+                  f"JOIN {ident(state)} AS st ON st.bid = p.parent"
+            if rejected and self.tries > 1:
+                retry = s.put("retry", f"SELECT * FROM {ident(state)} WHERE bid IN "
+                                       f"({', '.join(map(str, sorted(rejected)))})")
+                alt = s.put("alt", eng.render("slicing_split.sql.j2", tup=self.tup, state=retry, ranges=self.ranges,
+                                              min_bucket=self.min_bucket, alternatives=True, tries=self.tries))
+                if eng.scalar(f"SELECT count(*) FROM {ident(alt)}"):
+                    levels = (f"(SELECT DISTINCT bid, CAST(NULL AS BIGINT) AS parent, FALSE AS child, TRUE AS base "
+                              f"FROM {ident(self.tup)} UNION ALL SELECT DISTINCT parent, cut, FALSE, FALSE FROM "
+                              f"{ident(alt)} UNION ALL SELECT DISTINCT vbid, cut, TRUE, FALSE FROM {ident(alt)})")
+                    failed = self.single(alt, "vbid", levels)
+                    held = f" WHERE cut NOT IN ({', '.join(map(str, sorted(failed)))})" if failed else ""
+                    won = s.put("won", f"SELECT parent, min(r) AS r FROM (SELECT DISTINCT parent, r, cut FROM "
+                                       f"{ident(alt)}) AS c{held} GROUP BY parent")
+                    rescued = {r[0] for r in eng.fetch_rows(f"SELECT parent FROM {ident(won)}")[1]}
+                    if rescued:  # their cut on the widest dimension that held replaces the failed one
+                        prop = s.put("prop_all", f"SELECT * FROM {ident(prop)} WHERE parent NOT IN (SELECT parent "
+                                                 f"FROM {ident(won)}) UNION ALL SELECT a.rid, a.parent, a.bid "
+                                                 f"FROM {ident(alt)} AS a JOIN {ident(won)} AS w "
+                                                 f"ON w.parent = a.parent AND w.r = a.r")
+                        nxt = f"SELECT * FROM ({nxt}) AS n WHERE parent NOT IN (SELECT parent FROM {ident(won)}) " \
+                              f"UNION ALL SELECT parent, r FROM {ident(won)}"
+                        rejected -= rescued
+            nxt = s.put("next", nxt)
+            # the buckets whose every cut failed alone are final; those whose cut is taken back
+            # below (culprits) try their next dimension in the next round
+            taken_back: set[int] = set()
             applied = None  # the tuples with the accepted cuts applied: the next round's tuples
             while True:
                 rej = "" if not rejected else f" WHERE parent NOT IN ({', '.join(map(str, sorted(rejected)))})"
@@ -339,14 +377,15 @@ class _Partitioner:
                 if not culprits:
                     break
                 rejected.update(culprits)
+                taken_back.update(culprits)
             # apply the accepted cuts (the last tuples checked); open: their children, and the
             # rejected buckets with dimensions left
             if applied is not None:
                 self.tup, self.s.slots["tup"], self.s.slots["tup_next"] = applied, applied, self.tup
-            rej_list = ", ".join(map(str, sorted(rejected))) or "NULL"
+            rej_list = ", ".join(map(str, sorted(taken_back))) or "NULL"
             state = s.put("state", f"SELECT DISTINCT bid, 0 AS attempt FROM {ident(acc)} "
-                                   f"UNION ALL SELECT bid, attempt + 1 FROM {ident(state)} "
-                                   f"WHERE bid IN ({rej_list}) AND attempt + 1 < {self.tries}")
+                                   f"UNION ALL SELECT parent, nxt FROM {ident(nxt)} "
+                                   f"WHERE parent IN ({rej_list}) AND nxt < {self.tries}")
             if progress:
                 progress({"round": rounds, "open": eng.scalar(f"SELECT count(*) FROM {ident(state)}"),
                           "checks": self.checks})
