@@ -503,6 +503,30 @@ def test_a_round_cuts_on_the_next_dimension_when_the_widest_fails(engine):
     assert one.buckets == 1
 
 
+def test_judging_the_next_dimension_first_changes_nothing(engine, monkeypatch):
+    """Above ALT_ROWS a round judges a failing bucket's next dimension alone before the others:
+    each bucket still takes the widest dimension that holds, so the release is the same, bucket
+    for bucket (a seeded run), and more statements judge the cuts."""
+    import sys
+    from anonydb.datasets import CENSUS_QIS, synthetic_census
+
+    sl = sys.modules["anonydb.methods.slicing"]  # the package exports the function under the same name
+
+    synthetic_census(engine, "cen", rows=3000, seed=4)
+    got, default = {}, sl.ALT_ROWS
+    for limit in (default, 0):
+        monkeypatch.setattr(sl, "ALT_ROWS", limit)
+        seen = []
+        r = slicing("cen", CENSUS_QIS, "occupation", l=4, columns=3, out=f"cs{limit}", engine=engine, seed=3,
+                    progress=seen.append)
+        assert r.verdict.holds
+        got[limit] = (r.buckets, r.rounds, seen[-1]["checks"],
+                      engine.fetch_rows(f"SELECT * FROM cs{limit}_c1 ORDER BY ALL")[1])
+    (b1, r1, c1, rows1), (b0, r0, c0, rows0) = got[default], got[0]
+    assert (b0, r0, rows0) == (b1, r1, rows1) and b1 > 10
+    assert c0 > c1  # the next dimension was judged alone first somewhere
+
+
 def test_slicing_the_eight_tuples(engine):
     make_table(engine, "t8", COLS, T8)
     r = slicing("t8", "Age,Sex,Zipcode", "Disease", l=2, out="s8", engine=engine, columns=F_COLS, min_bucket=1)
