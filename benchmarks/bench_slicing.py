@@ -5,6 +5,7 @@ algorithm run literally (Fig 4.1 with the Fig 4.2 check over every tuple and buc
     python benchmarks/bench_slicing.py adult --repeat 3
     python benchmarks/bench_slicing.py scale --rows 1000 10000 30000 100000
     python benchmarks/bench_slicing.py peer --rows 300 1000
+    python benchmarks/bench_slicing.py pairs --rows 30000 100000 300000
 
 ``adult``: all 9 attributes (8 QIs and SA occupation), l = 5, c = 3 (the issue's setting), with the
 membership measures of the release and of an Anatomy release with the same l, and the
@@ -13,7 +14,9 @@ census's 8 QIs with SA occupation, l = 5, c = 3, each size in a fresh process; t
 least-squares slope of log(time) on log(rows). ``peer``: the same partition search, but every
 candidate cut judged by the brute-force check of tests/slicing_oracle.py (p(t,s) tuple by tuple,
 bucket by bucket, as Fig 4.2 does), against anonydb on the same table; both must agree on the
-verdict of the final release.
+verdict of the final release. ``pairs``: the (tuple, matching bucket) pairs the final verification
+reads (every check of l-diverse slicing reads them: the buckets holding all of a tuple's column
+values), per size, each in a fresh process.
 """
 
 from __future__ import annotations
@@ -178,6 +181,39 @@ def _literal(oracle, rows, cols, dims, sensitive, l) -> int:
     return len(set(bucket))
 
 
+def cmd_pairs(args) -> None:
+    from anonydb.datasets import CENSUS_QIS, synthetic_census
+    from anonydb.models.sliced_diversity import SlicedLDiversity
+
+    if args.one:  # one size, in this process: count the verification's pairs as it runs
+        eng = anonydb.connect()
+        synthetic_census(eng, "census", rows=args.one, seed=1)
+        plan, got = SlicedLDiversity.plan, {}
+
+        def counting(self, e, tuples, chain, srel, mode="worst", **kw):
+            r = plan(self, e, tuples, chain, srel, mode=mode, **kw)
+            if mode == "worst":  # the verification: its relation m holds one row per (tuple, matching bucket)
+                got["pairs"], got["tuples"] = e.fetch_rows(r.sql.split("), pb AS (")[0]
+                                                           + ") SELECT count(*), count(DISTINCT tid) FROM m")[1][0]
+            return r
+
+        SlicedLDiversity.plan = counting
+        r = slicing("census", CENSUS_QIS, "occupation", l=5, columns=3, out="sliced", engine=eng)
+        print(json.dumps({"rows": args.one, "buckets": r.buckets, **got}))
+        return
+    print(f"# (tuple, matching bucket) pairs of the verified slicing (census, l = 5, c = 3); {dt.date.today()}; "
+          f"command: python benchmarks/bench_slicing.py pairs --rows {' '.join(map(str, args.rows))}")
+    print("| rows | buckets | distinct tuples | pairs | pairs per tuple |")
+    print("|---|---|---|---|---|")
+    for n in args.rows:
+        run = subprocess.run([sys.executable, __file__, "pairs", "--one", str(n)], capture_output=True, text=True)
+        if run.returncode:
+            print(f"| {n:,} | failed: {run.stderr.strip().splitlines()[-1] if run.stderr.strip() else '?'} |")
+            continue
+        x = json.loads(run.stdout.strip().splitlines()[-1])
+        print(f"| {n:,} | {x['buckets']:,} | {x['tuples']:,} | {x['pairs']:,} | {x['pairs'] / x['tuples']:.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -190,8 +226,12 @@ def main() -> None:
     o.add_argument("--one", type=int, required=True)
     p = sub.add_parser("peer")
     p.add_argument("--rows", type=int, nargs="+", default=[300, 1000])
+    q = sub.add_parser("pairs")
+    q.add_argument("--rows", type=int, nargs="+", default=[30000, 100000, 300000])
+    q.add_argument("--one", type=int, default=0)
     args = ap.parse_args()
-    {"adult": cmd_adult, "scale": cmd_scale, "scale-one": cmd_scale_one, "peer": cmd_peer}[args.cmd](args)
+    {"adult": cmd_adult, "scale": cmd_scale, "scale-one": cmd_scale_one, "peer": cmd_peer,
+     "pairs": cmd_pairs}[args.cmd](args)
 
 
 if __name__ == "__main__":

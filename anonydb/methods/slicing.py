@@ -15,8 +15,9 @@ Three phases, all in the database:
 Departure from Fig 4.1 (a FIFO queue checking one bucket's cut at a time): the plan is
 level-wise. A round proposes the cuts of all open buckets at once (``sql/slicing_split.sql.j2``)
 and judges each cut alone; a bucket whose cut fails alone has its further dimensions (up to
-``tries``) judged side by side in a second attempt, and takes the widest that holds (a bucket
-none of whose cuts holds is final; ``tries=1`` finalizes it at once, as Fig 4.1 does). The round
+``tries``) judged side by side in the same round (the next one alone first while the failing
+buckets are large, ``ALT_ROWS``), and takes the widest that holds (a bucket none of whose cuts
+holds is final; ``tries=1`` finalizes it at once, as Fig 4.1 does). The round
 then checks the whole tentative slicing once, and when some tuples fail, takes back the cuts of
 the buckets those tuples matched before their cut (a failure can only come from a bucket that
 changed, as p(t,.) depends on t's matching buckets only; a tuple may match a bucket through
@@ -372,9 +373,9 @@ class _Partitioner:
             rounds += 1
             prop = s.put("prop", eng.render("slicing_split.sql.j2", tup=self.tup, state=state,
                                             ranges=self.ranges, min_bucket=self.min_bucket))
-            # every cut judged alone first (attempt 1: each bucket's next dimension; attempt 2: every
-            # further dimension of the buckets whose cut failed, side by side, the widest that holds
-            # wins), then the taken cuts together
+            # every cut judged alone first (each bucket's next dimension; then, for the buckets whose
+            # cut failed, their further dimensions side by side, the widest that holds wins), then
+            # the taken cuts together
             levels = (f"(SELECT b.bid, p.parent, FALSE AS child, TRUE AS base FROM (SELECT DISTINCT bid FROM "
                       f"{ident(self.tup)}) AS b LEFT JOIN (SELECT DISTINCT parent FROM {ident(prop)}) "
                       f"AS p ON p.parent = b.bid UNION ALL SELECT DISTINCT bid, parent, TRUE, FALSE FROM "
