@@ -308,7 +308,7 @@ def test_the_rounds_take_back_cuts_until_the_slicing_is_l_diverse(engine):
 def _single_failures(engine, rows, bids, cuts, side_by_side):
     """The cuts the round's check of each cut alone (mode 'single') names. ``cuts``: (cut id,
     parent bucket, the side of each of the parent's rows, in row order). ``side_by_side``: the
-    layout of a round's second attempt (several cuts of one bucket, children under ids of their
+    layout of a round's further attempts (several cuts of one bucket, children under ids of their
     own); else one cut per bucket named by the bucket, its children under their real ids."""
     from anonydb.sqlgen import ident
 
