@@ -305,26 +305,23 @@ def test_the_rounds_take_back_cuts_until_the_slicing_is_l_diverse(engine):
     assert not oracle.is_l_diverse([dict(zip("ABS", r)) for r in LOST[0]], [["A"], ["B"], ["S"]], "S", LOST[2], 2)
 
 
-def _single_failures(engine, rows, bids, cuts, side_by_side):
-    """The cuts the round's check of each cut alone (mode 'single') names. ``cuts``: (cut id,
-    parent bucket, the side of each of the parent's rows, in row order). ``side_by_side``: the
-    layout of a round's further attempts (several cuts of one bucket, children under ids of their
-    own); else one cut per bucket named by the bucket, its children under their real ids."""
+def _single_failures(engine, rows, bids, cuts):
+    """The cuts the round's check of each cut alone (mode 'single') names, laid out as a round
+    lays them out: several cuts of one bucket side by side, each child under an id of its own.
+    ``cuts``: (cut id, parent bucket, the side of each of the parent's rows, in row order)."""
     from anonydb.sqlgen import ident
 
     model = SlicedLDiversity(2)
     cur = [(b, r["A"], r["B"], 0, r["S"]) for r, b in zip(rows, bids)]
-    kids, levels = [], []
+    kids, levels = [], set()
     for cid, parent, sides in cuts:
         mine = [r for r, b in zip(rows, bids) if b == parent]
         for r, side in zip(mine, sides):
-            child = -(2 * cid + side) - 1 if side_by_side else 2 * parent + side
-            kids.append((child, r["A"], r["B"], 0, r["S"]))
-            levels.append((child, cid, True, False))
-        levels.append((parent, cid, False, False) if side_by_side else None)
+            kids.append((-(2 * cid + side) - 1, r["A"], r["B"], 0, r["S"]))
+            levels.add((-(2 * cid + side) - 1, cid, True, False))
+        levels.add((parent, cid, False, False))
     named = {p for _, p, _ in cuts}
-    levels = sorted({x for x in levels if x}, key=str) + [(b, None if side_by_side or b not in named else b, False,
-                                                           True) for b in sorted(set(bids))]
+    levels = sorted(levels) + [(b, None, False, True) for b in sorted(set(bids))]
     vals = lambda rel: ", ".join(f"({b}, {a}, {bb}, {q}, {s})" for b, a, bb, q, s in rel)
     engine.execute(f"CREATE OR REPLACE TABLE cur AS SELECT * FROM (VALUES {vals(cur)}) AS v(bid, k0, k1, kq, s)")
     engine.execute(f"CREATE OR REPLACE TABLE two AS SELECT * FROM (VALUES {vals(cur + kids)}) AS v(bid, k0, k1, kq, s)")
@@ -340,17 +337,15 @@ def _single_failures(engine, rows, bids, cuts, side_by_side):
 
 
 def test_each_cut_judged_alone_matches_the_brute_force(engine):
-    """The check of each proposed cut alone (mode 'single'), in both layouts a round uses: one cut
-    per bucket, and a bucket's further dimensions side by side (several cuts of one bucket, each
-    judged as if it were the only change). A cut is named exactly when the brute force finds the
-    slicing with that cut alone applied not l-diverse."""
+    """The check of each proposed cut alone (mode 'single'), one to three cuts of a bucket side by
+    side, each judged as if it were the only change: a cut is named exactly when the brute force
+    finds the slicing with that cut alone applied not l-diverse."""
     rng = random.Random(11)
     named = judged = 0
     for trial in range(60):
-        side_by_side = trial % 2 == 1
         n = rng.randint(8, 24)
         rows = [{"A": rng.randint(0, 3), "B": rng.randint(0, 3), "S": rng.randint(0, 4)} for _ in range(n)]
-        bids = [rng.randint(4, 7) for _ in range(n)]  # leaves of the bucket tree: children 2b, 2b + 1 are new
+        bids = [rng.randint(4, 7) for _ in range(n)]
         if not oracle.is_l_diverse(rows, [["A"], ["B"], ["S"]], "S", bids, 2):
             continue
         cuts, cid = [], 100
@@ -358,14 +353,14 @@ def test_each_cut_judged_alone_matches_the_brute_force(engine):
             size = bids.count(b)
             if size < 2:
                 continue
-            for _ in range(rng.randint(1, 3) if side_by_side else 1):
+            for _ in range(rng.randint(1, 3)):
                 sides = [0] * (size // 2) + [1] * (size - size // 2)
                 rng.shuffle(sides)
-                cuts.append((cid if side_by_side else b, b, sides))
+                cuts.append((cid, b, sides))
                 cid += 1
         if not cuts:
             continue
-        got = _single_failures(engine, rows, bids, cuts, side_by_side)
+        got = _single_failures(engine, rows, bids, cuts)
         want = set()
         for c, parent, sides in cuts:
             it = iter(sides)

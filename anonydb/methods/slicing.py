@@ -308,62 +308,71 @@ class _Partitioner:
                 f"all rows gives p(t,s) = {worst:.6g} > 1/l ({why}); the largest feasible l is {bound}"
                 + ("" if not qpart else " (or move those attributes out of the sensitive column)"))
 
-    def single(self, prop: str, child: str, levels: str) -> set[int]:
-        """The proposed cuts (``levels``' parent) that alone make some tuple fail: the current
-        buckets' tuples and, for every row of ``prop``, its tuple in the child ``prop.<child>``."""
+    def single(self, alt: str) -> set[int]:
+        """The cuts of ``alt`` (slicing_split.sql.j2) that alone make some tuple fail, judged side
+        by side: the current buckets' tuples and, for every row of ``alt``, its tuple in the
+        child of its cut (``vbid``)."""
         keys = ", ".join("t." + k for k in self.keys)
         two = self.s.put("two", f"SELECT t.bid, {keys}, t.s FROM {ident(self.tup)} AS t UNION ALL "
-                                f"SELECT p.{child}, {keys}, t.s FROM {ident(prop)} AS p JOIN {ident(self.tup)} AS t "
+                                f"SELECT p.vbid, {keys}, t.s FROM {ident(alt)} AS p JOIN {ident(self.tup)} AS t "
                                 f"ON t.rid = p.rid")
+        levels = (f"(SELECT DISTINCT bid, CAST(NULL AS BIGINT) AS parent, FALSE AS child, TRUE AS base "
+                  f"FROM {ident(self.tup)} UNION ALL SELECT DISTINCT parent, cut, FALSE, FALSE FROM "
+                  f"{ident(alt)} UNION ALL SELECT DISTINCT vbid, cut, TRUE, FALSE FROM {ident(alt)})")
         self.checks += 1
         return {r[0] for r in self.eng.fetch_rows(self.model.plan(
             self.eng, ident(self.tup), self.chain(two), ident(two), mode="single", levels=levels,
-            focus=f"(SELECT DISTINCT parent AS bid FROM {ident(prop)})"))[1]}
+            focus=f"(SELECT DISTINCT parent AS bid FROM {ident(alt)})"))[1]}
 
-    def rescue(self, prop: str, state: str, rejected: set[int], nxt: str) -> tuple[str, str]:
-        """A round's further attempts for the buckets whose cut failed alone (``rejected``, which
-        loses the buckets rescued): their further dimensions judged side by side, each bucket
-        taking the widest that holds. While the tuples of the failing buckets times their further
-        dimensions exceed ``ALT_ROWS``, the next dimension is judged alone first (most buckets
-        that hold, hold on it; 100k rows: 50k tuple-cuts in round 2 instead of 350k). Returns the
-        round's cuts (``prop`` with the rescued buckets' cuts replaced) and ``nxt`` extended."""
+    def attempt(self, state: str, lo: int, hi: int, k: int) -> tuple[str, set[int], set[int]] | None:
+        """Attempt ``k`` of a round for the buckets of ``state``: their (attempt+1+lo)-th to
+        (attempt+1+hi)-th widest dimensions, each a cut judged alone, side by side. Returns (the
+        rows of each bucket's widest cut that holds: rid, parent, bid, r; the buckets tried; those
+        with a cut that holds), or None when no bucket has such a dimension."""
         eng, s = self.eng, self.s
-        wins, lo = [], 1
-        while rejected:
-            listed = ", ".join(map(str, sorted(rejected)))
-            rows = eng.scalar(f"SELECT count(*) FROM {ident(prop)} WHERE parent IN ({listed})")
-            hi = lo if rows * (self.tries - lo) > ALT_ROWS else self.tries
-            retry = s.put(f"retry{len(wins)}", f"SELECT * FROM {ident(state)} WHERE bid IN ({listed})")
-            alt = s.put(f"alt{len(wins)}", eng.render("slicing_split.sql.j2", tup=self.tup, state=retry,
-                                                      ranges=self.ranges, min_bucket=self.min_bucket,
-                                                      alternatives=True, lo=lo, hi=hi, tries=self.tries))
-            if not eng.scalar(f"SELECT count(*) FROM {ident(alt)}"):
+        alt = s.put(f"alt{k}", eng.render("slicing_split.sql.j2", tup=self.tup, state=state, ranges=self.ranges,
+                                          min_bucket=self.min_bucket, lo=lo, hi=hi, tries=self.tries))
+        tried = {r[0] for r in eng.fetch_rows(f"SELECT DISTINCT parent FROM {ident(alt)}")[1]}
+        if not tried:
+            return None
+        failed = self.single(alt)
+        fails = f" WHERE cut NOT IN ({', '.join(map(str, sorted(failed)))})" if failed else ""
+        won = s.put(f"won{k}", f"SELECT parent, min(r) AS r FROM (SELECT DISTINCT parent, r, cut FROM "
+                               f"{ident(alt)}) AS c{fails} GROUP BY parent")
+        held = s.put(f"held{k}", f"SELECT a.rid, a.parent, a.bid, a.r FROM {ident(alt)} AS a "
+                                 f"JOIN {ident(won)} AS w ON w.parent = a.parent AND w.r = a.r")
+        return held, tried, {r[0] for r in eng.fetch_rows(f"SELECT parent FROM {ident(won)}")[1]}
+
+    def cuts(self, state: str) -> tuple[str, str]:
+        """A round's cuts, each judged alone: every open bucket's next dimension; then, for the
+        buckets whose cut fails, their further dimensions side by side, each bucket taking the
+        widest that holds (a bucket with none is final). While the failing buckets' tuples times
+        their further dimensions exceed ``ALT_ROWS``, the next dimension is judged alone first
+        (most buckets that hold, hold on it; 100k rows: 50k tuple-cuts in round 2 instead of
+        350k). Returns the cuts taken (rid, parent, bid) and (parent, nxt): the attempt its
+        bucket makes next should its cut be taken back."""
+        eng, s = self.eng, self.s
+        held: list[str] = []
+        failing, lo, hi, sub = None, 0, 0, state
+        while lo < self.tries:
+            if failing is not None:  # the buckets whose every cut so far failed
+                if not failing:
+                    break
+                listed = ", ".join(map(str, sorted(failing)))
+                n = eng.scalar(f"SELECT count(*) FROM {ident(self.tup)} WHERE bid IN ({listed})")  # their tuples
+                hi = lo if n * (self.tries - lo) > ALT_ROWS else self.tries
+                sub = s.put("retry", f"SELECT * FROM {ident(state)} WHERE bid IN ({listed})")
+            got = self.attempt(sub, lo, hi, len(held))
+            if got is None:
                 break
-            levels = (f"(SELECT DISTINCT bid, CAST(NULL AS BIGINT) AS parent, FALSE AS child, TRUE AS base "
-                      f"FROM {ident(self.tup)} UNION ALL SELECT DISTINCT parent, cut, FALSE, FALSE FROM "
-                      f"{ident(alt)} UNION ALL SELECT DISTINCT vbid, cut, TRUE, FALSE FROM {ident(alt)})")
-            failed = self.single(alt, "vbid", levels)
-            held = f" WHERE cut NOT IN ({', '.join(map(str, sorted(failed)))})" if failed else ""
-            won = s.put(f"won{len(wins)}", f"SELECT parent, min(r) AS r FROM (SELECT DISTINCT parent, r, cut FROM "
-                                           f"{ident(alt)}) AS c{held} GROUP BY parent")
-            rescued = {r[0] for r in eng.fetch_rows(f"SELECT parent FROM {ident(won)}")[1]}
-            if rescued:
-                wins.append((alt, won))
-                rejected -= rescued
-            if hi >= self.tries:
-                break
+            held.append(got[0])
+            failing = (got[1] if failing is None else failing) - got[2]
             lo = hi + 1
-        if not wins:
-            return prop, nxt
-        # the rescued buckets' cuts on the widest dimension that held replace their failed ones
-        won_all = " UNION ALL ".join(f"SELECT parent, r FROM {ident(w)}" for _, w in wins)
-        chosen = " UNION ALL ".join(f"SELECT a.rid, a.parent, a.bid FROM {ident(a)} AS a JOIN {ident(w)} AS w "
-                                    f"ON w.parent = a.parent AND w.r = a.r" for a, w in wins)
-        prop = s.put("prop_all", f"SELECT * FROM {ident(prop)} WHERE parent NOT IN (SELECT parent FROM ({won_all}) "
-                                 f"AS w) UNION ALL {chosen}")
-        nxt = f"SELECT * FROM ({nxt}) AS n WHERE parent NOT IN (SELECT parent FROM ({won_all}) AS w) " \
-              f"UNION ALL {won_all}"
-        return prop, nxt
+        union = " UNION ALL ".join(f"SELECT * FROM {ident(h)}" for h in held) or (
+            "SELECT CAST(NULL AS BIGINT) AS rid, CAST(NULL AS BIGINT) AS parent, CAST(NULL AS BIGINT) AS bid, "
+            "0 AS r WHERE FALSE")
+        return (s.put("prop", f"SELECT rid, parent, bid FROM ({union}) AS u"),
+                s.put("next", f"SELECT DISTINCT parent, r AS nxt FROM ({union}) AS u"))
 
     def run(self, progress) -> int:
         eng, s = self.eng, self.s
@@ -371,28 +380,14 @@ class _Partitioner:
         rounds = 0
         while eng.scalar(f"SELECT count(*) FROM {ident(state)}"):
             rounds += 1
-            prop = s.put("prop", eng.render("slicing_split.sql.j2", tup=self.tup, state=state,
-                                            ranges=self.ranges, min_bucket=self.min_bucket))
-            # every cut judged alone first (each bucket's next dimension; then, for the buckets whose
-            # cut failed, their further dimensions side by side, the widest that holds wins), then
-            # the taken cuts together
-            levels = (f"(SELECT b.bid, p.parent, FALSE AS child, TRUE AS base FROM (SELECT DISTINCT bid FROM "
-                      f"{ident(self.tup)}) AS b LEFT JOIN (SELECT DISTINCT parent FROM {ident(prop)}) "
-                      f"AS p ON p.parent = b.bid UNION ALL SELECT DISTINCT bid, parent, TRUE, FALSE FROM "
-                      f"{ident(prop)})")
-            rejected = self.single(prop, "bid", levels)
-            # (parent, the attempt its bucket makes next should its cut be taken back)
-            nxt = f"SELECT DISTINCT p.parent, st.attempt + 1 AS nxt FROM {ident(prop)} AS p " \
-                  f"JOIN {ident(state)} AS st ON st.bid = p.parent"
-            if rejected and self.tries > 1:
-                prop, nxt = self.rescue(prop, state, rejected, nxt)
-            nxt = s.put("next", nxt)
+            # every cut judged alone first (cuts), then the taken cuts together
+            prop, nxt = self.cuts(state)
             # the buckets whose every cut failed alone are final; those whose cut is taken back
             # below (culprits) try their next dimension in the next round
             taken_back: set[int] = set()
             applied = None  # the tuples with the accepted cuts applied: the next round's tuples
             while True:
-                rej = "" if not rejected else f" WHERE parent NOT IN ({', '.join(map(str, sorted(rejected)))})"
+                rej = "" if not taken_back else f" WHERE parent NOT IN ({', '.join(map(str, sorted(taken_back)))})"
                 acc = s.put("acc", f"SELECT * FROM {ident(prop)}{rej}")
                 if not eng.scalar(f"SELECT count(*) FROM {ident(acc)}"):
                     applied = None
@@ -406,10 +401,9 @@ class _Partitioner:
                 self.checks += 1
                 if not culprits:
                     break
-                rejected.update(culprits)
                 taken_back.update(culprits)
             # apply the accepted cuts (the last tuples checked); open: their children, and the
-            # rejected buckets with dimensions left
+            # buckets whose cut was taken back, with dimensions left
             if applied is not None:
                 self.tup, self.s.slots["tup"], self.s.slots["tup_next"] = applied, applied, self.tup
             rej_list = ", ".join(map(str, sorted(taken_back))) or "NULL"
