@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from anonydb import Hierarchy
 from anonydb.errors import InfeasibleError, InputError
 from anonydb.methods import fulldomain
+from anonydb.models import Model
 from anonydb.sqlgen import ident
 
 from conftest import make_table
@@ -98,7 +99,10 @@ def cases(draw):
                 max_suppression=draw(st.sampled_from([0.0, 0.1, 0.3])), metric=draw(st.sampled_from(METRICS)),
                 pass_sensitive=draw(st.booleans()),
                 # nodes per query: small batches end the top-down walk early and run the chain search
-                batch=draw(st.sampled_from([FD.BATCH, 1, 2, 3])))
+                batch=draw(st.sampled_from([FD.BATCH, 1, 2, 3])),
+                # pre-aggregated bases at any size (BASE_ROWS 0); the models' verdicts as tables, the
+                # cells and groups then tables too, instead of CTEs of the judging statement
+                bases=draw(st.booleans()), materialize=draw(st.booleans()))
 
 
 def _run(engine, case):
@@ -113,7 +117,9 @@ def _run(engine, case):
     hierarchies = {c: Hierarchy.from_rows(h) for c, h in zip(names, hiers)}
 
     def call():
-        with mock.patch.object(FD, "BATCH", case.get("batch", FD.BATCH)):
+        with mock.patch.object(FD, "BATCH", case.get("batch", FD.BATCH)), \
+                mock.patch.object(FD, "BASE_ROWS", 0 if case.get("bases") else FD.BASE_ROWS), \
+                mock.patch.object(Model, "materialize", case.get("materialize", False)):
             return fulldomain("src", names, sensitive, hierarchies=hierarchies, out="rel", engine=engine,
                               max_suppression=case["max_suppression"], metric=case["metric"], replace=True, **crit)
 

@@ -47,9 +47,13 @@ CASES += [
     ("fulldomain_codes.sql.j2", dict(qis=FD_QIS, sensitive="disease", source="people")),
     ("fulldomain_nodes.sql.j2", dict(nodes=FD_NODES, d=2, sensitive="_adb_sa", lev="lev")),
     ("fulldomain_nodes.sql.j2", dict(nodes=FD_NODES, d=2, sensitive=None, lev="lev")),
-    ("fulldomain_judge.sql.j2", dict(ok="SELECT * FROM ok", nodes="ntab", card="codes", d=2, leaves=[74, 2],
-                                     total=100, full=True)),
-    ("fulldomain_entropy.sql.j2", dict(lev="lev", kept="kept", d=2, levels=(1, 0), total=100)),
+    ("fulldomain_judge.sql.j2", dict(ok="SELECT * FROM ok", ctes=[], nodes=[(0, (1, 0)), (1, (0, 1))], card="codes",
+                                     d=2, leaves=[74, 2], total=100, loss=True)),
+    ("fulldomain_judge.sql.j2", dict(ok="SELECT * FROM _adb_groups", ctes=[("_adb_cells", "SELECT * FROM cells", True),
+                                     ("_adb_groups", "SELECT * FROM _adb_cells", True)], nodes=[], card="codes", d=2,
+                                     leaves=[74, 2], total=100, loss=False)),
+    ("fulldomain_metrics.sql.j2", dict(lev="lev", kept="kept", card="codes", d=2, levels=(1, 0), total=100,
+                                       leaves=[74, 1], entropy=True)),
 ]
 
 

@@ -56,6 +56,10 @@ METRICS = ("dm", "aecs", "height", "precision", "loss", "entropy")
 BATCH = 64
 #: the fewest nodes of a batch that make a pre-aggregated base worth its statement (:meth:`_Lattice.add_bases`)
 BASE_NODES = 3
+#: the fewest distinct tuples for which bases pay at all: below, a base's own statement costs more than
+#: its nodes save (Adult, 18,109 tuples: the search's batches 90-106 ms without bases, 100-118 ms with;
+#: 56,179 tuples: 213 ms without, 176 ms with; BENCHMARKS.md)
+BASE_ROWS = 30_000
 
 
 @dataclass
@@ -207,6 +211,7 @@ class _Lattice:
         self.lev = s.table(eng.render("fulldomain_codes.sql.j2", qis=qis, sensitive=sa, source=relation))
         #: pre-aggregated copies of lev by the QIs whose level-0 column they leave out (see add_bases)
         self.bases: dict[tuple[int, ...], str] = {tuple(0 for _ in qis): self.lev}
+        self.use_bases = eng.scalar(f"SELECT count(*) FROM {ident(self.lev)}") >= BASE_ROWS
         if sa:
             self.glob = s.table(f"SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt FROM {ident(self.lev)} GROUP BY 1")
             self.domain = eng.scalar(f"SELECT count(*) FROM {ident(self.glob)}")
@@ -246,7 +251,9 @@ class _Lattice:
         """Pre-aggregate ``lev`` without the level-0 columns of the QIs that at least
         ``BASE_NODES`` nodes of the batch generalize (one statement per new base, from the
         smallest base it can be made of): a node is then grouped from far fewer rows than the
-        distinct tuples (Adult, 7 QIs: 7.7 M rows grouped over the search, about half with bases)."""
+        distinct tuples. Only where there are ``BASE_ROWS`` distinct tuples or more."""
+        if not self.use_bases:
+            return
         count: dict[tuple[int, ...], int] = {}
         for n in nodes:
             p = self._pattern(n)
@@ -260,38 +267,45 @@ class _Lattice:
             self.bases[p] = self.s.table(f"SELECT {keys}, CAST(sum(_adb_cnt) AS BIGINT) AS _adb_cnt "
                                          f"FROM {ident(self.base(p))} GROUP BY {keys}")
 
-    def evaluate(self, nodes: list[tuple[int, ...]], full: bool = True,
-                 loss: bool | None = None) -> dict[tuple[int, ...], dict[str, Any]]:
-        """Judge a batch of nodes: suppressed rows and classes per node, and (``full``) DM and, with
-        ``loss`` (default: when the search optimizes it, :attr:`need_loss`), the loss metric, whose
-        generalization costs take a join per QI (the search then reports it for its result only)."""
-        e, s = self.eng, self.s
+    def evaluate(self, nodes: list[tuple[int, ...]], loss: bool | None = None) -> dict[tuple[int, ...], dict[str, Any]]:
+        """Judge a batch of nodes, one statement per ``BATCH``: suppressed rows, classes and DM
+        (``dm_lb``: with no row suppressed) per node and, with ``loss`` (default: when the search
+        optimizes it, :attr:`need_loss`), the loss metric, whose generalization costs take a join
+        per QI (the search then reports it for its result only)."""
+        e = self.eng
         loss = self.need_loss if loss is None else loss
         out = {}
         for start in range(0, len(nodes), BATCH):
             batch = nodes[start:start + BATCH]
-            # one table per role, replaced batch after batch: the judging statement's text is then
-            # the same for every batch (an engine that translates statements translates it once)
-            cells = s.put("cells", e.render("fulldomain_nodes.sql.j2", **self.spec(batch)))
-            ntab = s.put("nodes", "SELECT * FROM (VALUES " + ", ".join(
-                "(" + ", ".join(str(x) for x in (j, *n)) + ")" for j, n in enumerate(batch)) + ") AS t(_adb_ln, "
-                + ", ".join(f"l{i}" for i in range(self.d)) + ")") if full and loss else None
-            rows = e.fetch(e.render("fulldomain_judge.sql.j2", ok=self._ok(cells), nodes=ntab, card=self.codes,
-                                    d=self.d, leaves=self.leaves, total=self.total, full=full, loss=loss))
+            ok, ctes = self._ok(e.render("fulldomain_nodes.sql.j2", **self.spec(batch)).sql, "cells")
+            rows = e.fetch(e.render("fulldomain_judge.sql.j2", ok=ok, ctes=ctes, nodes=list(enumerate(batch)),
+                                    card=self.codes, d=self.d, leaves=self.leaves, total=self.total, loss=loss))
             for r in rows:
-                out[batch[r["_adb_ln"]]] = {"suppressed": int(r["suppressed"]), "classes": int(r["classes"])}
-                if full:
-                    out[batch[r["_adb_ln"]]].update(dm=int(r["dm"]), dm_lb=int(r["dm_lb"]))
-                if full and loss:
-                    out[batch[r["_adb_ln"]]].update(loss=float(r["loss"]), loss_lb=float(r["loss_lb"]))
+                res = out[batch[r["_adb_ln"]]] = {k: int(r[k]) for k in ("suppressed", "classes", "dm", "dm_lb")}
+                if loss:
+                    res.update(loss=float(r["loss"]), loss_lb=float(r["loss_lb"]))
             self.judged.update(batch)
         return out
 
-    def _ok(self, cells: str) -> str:
-        """Per group of the batch (keys, _adb_n, _adb_ok): its size and whether every model accepts it."""
+    def _ok(self, cells_sql: str, role: str) -> tuple[str, list[tuple[str, str, bool]]]:
+        """Per group of a batch's cells (``cells_sql``, fulldomain_nodes.sql.j2), the statement
+        part (keys, _adb_n, _adb_ok) that says its size and whether every model accepts it, and
+        the CTEs it reads: the cells and groups are computed in the judging statement itself,
+        unless a model materializes its verdicts (they then live in tables, replaced per ``role``)."""
         e, s = self.eng, self.s
+        inline = not any(m.materialize for m in self.models)
+        ctes: list[tuple[str, str, bool]] = []
+
+        def put(name: str, sql: str, shared: bool) -> str:
+            if not inline:
+                return s.put(f"{role}:{name}", sql)
+            ctes.append((f"_adb_{name}", sql, shared))
+            return f"_adb_{name}"
+
+        # with a sensitive attribute the models read the cells and the groups, each more than once
+        cells = put("cells", cells_sql, bool(self.sa))
         if self.sa:
-            groups = s.put(f"groups:{cells}", e.render("check_groups.sql.j2", keys=self.keys, cells=cells))
+            groups = put("groups", e.render("check_groups.sql.j2", keys=self.keys, cells=cells).sql, True)
         else:  # the cells are the groups (fulldomain_nodes.sql.j2 counts them as _adb_n too)
             groups = cells
         ctx = GroupContext(keys=self.keys, cells=cells, groups=groups, **self.ctx_base)
@@ -303,17 +317,17 @@ class _Lattice:
                  for m in self.models]
         k = ", ".join(self.keys)
         if len(parts) == 1:  # one row per group already
-            return f"SELECT {k}, _adb_n, coalesce(_adb_ok, FALSE) AS _adb_ok FROM {parts[0]} AS v"
+            return f"SELECT {k}, _adb_n, coalesce(_adb_ok, FALSE) AS _adb_ok FROM {parts[0]} AS v", ctes
         union = " UNION ALL ".join(f"SELECT {k}, _adb_n, _adb_ok FROM {p} AS v" for p in parts)
         return (f"SELECT {k}, max(_adb_n) AS _adb_n, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok "
-                f"FROM ({union}) AS u GROUP BY ALL")
+                f"FROM ({union}) AS u GROUP BY ALL"), ctes
 
     def kept_groups(self, node: tuple[int, ...]) -> str:
         """(_adb_ln, _adb_g...) of the groups of ``node`` that every model accepts (once per node)."""
         if node not in self.kept:
-            e, s = self.eng, self.s
-            cells = s.table(e.render("fulldomain_nodes.sql.j2", **self.spec([node])))
-            self.kept[node] = s.table(f"SELECT * FROM ({self._ok(cells)}) AS o WHERE _adb_ok")
+            ok, ctes = self._ok(self.eng.render("fulldomain_nodes.sql.j2", **self.spec([node])).sql, "kept")
+            with_ = "".join(f"{ident(n)} AS{' MATERIALIZED' if m else ''} ({q}), " for n, q, m in ctes)
+            self.kept[node] = self.s.table(f"WITH {with_}o AS ({ok}) SELECT * FROM o WHERE _adb_ok")
         return self.kept[node]
 
     def kept_labels(self, node: tuple[int, ...]) -> str:
@@ -324,10 +338,12 @@ class _Lattice:
                          f"AND k{i}.code = g._adb_g{i}" for i, l in enumerate(node))
         return self.s.table(f"SELECT {cols} FROM {ident(kept)} AS g {joins}")
 
-    def entropy(self, node: tuple[int, ...]) -> float:
-        kept = self.kept_groups(node)
-        return float(self.eng.scalar(self.eng.render("fulldomain_entropy.sql.j2", lev=self.lev, kept=kept, d=self.d,
-                                                     levels=node, total=self.total)) or 0.0)
+    def release_metrics(self, node: tuple[int, ...], entropy: bool = True) -> dict[str, float]:
+        """The loss and (``entropy``) the non-uniform entropy of ``node``'s release, in one statement."""
+        r = self.eng.fetch(self.eng.render("fulldomain_metrics.sql.j2", lev=self.lev, kept=self.kept_groups(node),
+                                           card=self.codes, d=self.d, levels=node, total=self.total,
+                                           leaves=self.leaves, entropy=entropy))[0]
+        return {k: float(r[k] or 0.0) for k in ("loss", "entropy") if k in r}
 
     def search(self, metric: str, progress=None, entropy: bool = True):
         nodes = sorted(itertools.product(*(range(h + 1) for h in self.heights)), key=lambda n: (sum(n), n))
@@ -337,17 +353,15 @@ class _Lattice:
         prune = all(m.monotonic for m in self.models) and (
             self.limit == 0 or all(m.suppression_monotonic for m in self.models))
         # without suppression (or with a metric that only worsens upwards) the optimum is among the
-        # minimal satisfying nodes, so the search needs only each node's verdict and the metrics
-        # are computed afterwards for those candidates (a lighter plan per batch)
+        # minimal satisfying nodes
         monotone_metric = metric in ("height", "precision") or self.limit == 0
-        full = not (prune and monotone_metric)
         self.need_loss = metric == "loss"
         sat: dict[tuple, dict | None] = {}  # satisfying nodes -> their judged values (None: implied)
         judged: dict[tuple, dict] = {}
         status = _Tags(self.heights)
 
         def judge(pending):
-            res = self.evaluate(pending, full=full) if pending else {}
+            res = self.evaluate(pending) if pending else {}
             judged.update(res)
             for n, r in res.items():
                 ok = r["suppressed"] <= self.limit
@@ -479,14 +493,13 @@ class _Lattice:
         key = {"precision": lambda n: (-values[n]["precision"], sum(n), n)}.get(metric)
         if metric == "entropy":
             for n in cands:
-                values[n]["entropy"] = self.entropy(n)
+                values[n].update(self.release_metrics(n))
         if key is None:
             key = lambda n: (values[n][metric], sum(n), n)  # noqa: E731
         best = min(cands, key=key)
-        if entropy and "entropy" not in values[best]:
-            values[best]["entropy"] = self.entropy(best)
-        if "loss" not in values[best]:  # judged without it: the result's loss, once
-            values[best]["loss"] = self.evaluate([best], loss=True)[best]["loss"]
+        if "loss" not in values[best] or (entropy and "entropy" not in values[best]):  # the result's, once
+            m = self.release_metrics(best, entropy=entropy)
+            values[best] = {**m, **values[best]}
         self.need_loss = True
         return best, minimal, values
 
