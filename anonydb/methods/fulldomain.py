@@ -5,7 +5,8 @@ metric, with a suppression limit [Samarati 2001; LeFevre et al. 2005 (Incognito)
 The lattice holds every level vector (L_1..L_d), 0 <= L_i <= height_i. A node is judged by the
 same model code as :func:`anonydb.checker.check`, over a pre-aggregated table of the distinct QI
 tuples with every hierarchy level as its own column (one scan of the source); a batch of nodes
-is one query, the nodes' projections stacked under one GROUP BY (``sql/fulldomain_*.sql.j2``).
+is one statement, the nodes' projections stacked under one GROUP BY and judged in the same
+statement (``sql/fulldomain_*.sql.j2``).
 A node *satisfies* when the rows of the groups failing a model (suppressed) are at most
 ``max_suppression`` of the table.
 
@@ -17,8 +18,8 @@ array). The search first walks the lattice top-down, a height per query, while a
 untagged nodes fit one query (few satisfying nodes: it judges only those and the maximal failing
 ones); then a Flash-style search [Kohlmayer et al. 2012] binary-searches chains of successors
 from the untagged nodes, bottom-up, many chains per query. Otherwise every node is checked, a
-height at a time. When the optimum must be a minimal node, the search judges only verdicts and
-the metrics are computed for the candidates afterwards. The minimal satisfying nodes (no
+height at a time. Every judged node has its DM (a sum beside the verdict's); the loss, which
+takes a join per QI, only when it is the metric. The minimal satisfying nodes (no
 satisfying direct predecessor) form the Pareto set. The optimum is taken among them when the
 metric can only worsen with generalization (height and precision always; DM, AECS, loss and
 entropy without suppression), else among all satisfying nodes; for DM and loss with suppression
@@ -31,7 +32,6 @@ Metrics: DM (a suppressed record costs |T|), AECS, height (sum of levels), preci
 
 from __future__ import annotations
 
-import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -346,10 +346,7 @@ class _Lattice:
         return {k: float(r[k] or 0.0) for k in ("loss", "entropy") if k in r}
 
     def search(self, metric: str, progress=None, entropy: bool = True):
-        nodes = sorted(itertools.product(*(range(h + 1) for h in self.heights)), key=lambda n: (sum(n), n))
-        by_height: dict[int, list] = {}
-        for n in nodes:
-            by_height.setdefault(sum(n), []).append(n)
+        by_height = _by_height(self.heights)
         prune = all(m.monotonic for m in self.models) and (
             self.limit == 0 or all(m.suppression_monotonic for m in self.models))
         # without suppression (or with a metric that only worsens upwards) the optimum is among the
@@ -380,9 +377,9 @@ class _Lattice:
             # Every untagged node there has only satisfying successors (one failing successor
             # would have tagged it). The first query also judges the bottom node: when it
             # satisfies, so does every node, and the search ends there.
-            bottom = [nodes[0]]
+            bottom = [by_height[0][0]]
             for h in sorted(by_height, reverse=True):
-                pending = [n for n in by_height[h] if n not in status]
+                pending = status.untagged(height=h)
                 if len(pending) > BATCH:
                     break
                 judge(list(dict.fromkeys(pending + bottom)))  # one node: top and bottom are one
@@ -394,7 +391,7 @@ class _Lattice:
             # tags the more general (satisfying) or more specific (failing) part of the lattice
             # chains from up to BATCH untagged nodes at a time, their midpoints judged in one query
             while True:
-                starts = [n for n in nodes if n not in status][:BATCH]
+                starts = status.untagged(limit=BATCH)
                 if not starts:
                     break
                 chains = [[_chain(n, self.heights, status), 0, None] for n in starts]
@@ -543,7 +540,23 @@ class _Tags:
         box[box < 0] = int(ok)
 
     def satisfying(self) -> list[tuple[int, ...]]:
-        return [tuple(int(x) for x in i) for i in np.argwhere(self.a == 1)]
+        return [tuple(i) for i in np.argwhere(self.a == 1).tolist()]
+
+    def untagged(self, height: int | None = None, limit: int | None = None) -> list[tuple[int, ...]]:
+        """The untagged nodes (of ``height``), lowest first, then in lexicographic order."""
+        idx = np.argwhere(self.a < 0)  # lexicographic
+        h = idx.sum(axis=1)
+        idx = idx[h == height] if height is not None else idx[np.argsort(h, kind="stable")]
+        return [tuple(i) for i in idx[:limit].tolist()]
+
+
+def _by_height(heights: list[int]) -> dict[int, list[tuple[int, ...]]]:
+    """Every node of the lattice by its height (sum of levels), each height's in lexicographic order."""
+    idx = np.argwhere(np.ones([h + 1 for h in heights], dtype=bool))
+    out: dict[int, list[tuple[int, ...]]] = {h: [] for h in range(sum(heights) + 1)}
+    for n, h in zip(idx.tolist(), idx.sum(axis=1).tolist()):
+        out[h].append(tuple(n))
+    return out
 
 
 def _preds(n: tuple[int, ...]):
