@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from .engines.base import Engine
 from .engines import connect
 from .errors import InputError
+from .hierarchy import validate_all
 from .models import (AlphaKAnonymity, DeltaDisclosure, GroupContext, GroupViolation, KAnonymity, LDiversity, Model,
                      NTCloseness, TCloseness, Verdict)
 from .schema import is_numeric_type, split_list, validate_roles
@@ -191,10 +192,10 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
                 raise InputError(f"a hierarchy is given for {attr!r}, which is neither a quasi-identifier "
                                  f"nor the sensitive attribute (quasi-identifiers: {', '.join(qi_cols)}"
                                  + (f"; sensitive: {sensitive})" if sensitive else ")"))
-        for attr, h in hierarchies.items():  # every given hierarchy covers its column, or the check stops
-            h.validate(eng, relation, attr, name=label)
-            if attr == sensitive and distribution_of is not None:
-                h.validate(eng, distribution_of, attr, name=str(distribution_of))
+        # every given hierarchy covers its column, or the check stops
+        validate_all(eng, relation, hierarchies, name=label)
+        if sensitive in hierarchies and distribution_of is not None:
+            hierarchies[sensitive].validate(eng, distribution_of, sensitive, name=str(distribution_of))
         sa = sensitive if any(m.needs_sensitive for m in models) else None
         rows = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")
         if not rows:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from .errors import InputError
-from .hierarchy import EnumeratedHierarchy, Hierarchy
+from .hierarchy import EnumeratedHierarchy, Hierarchy, validate_all
 from .sqlgen import Rendered, ident
 
 
@@ -101,9 +101,7 @@ def generalize(engine: Any, relation: str, levels: Mapping[str, int], hierarchie
     :func:`generalize_sql` SELECT (``keep``, ``tables`` as there); with ``out``, create table
     ``out`` from it (``replace`` to overwrite, ``temp`` for a temporary table). Returns the SELECT."""
     columns, plan, _ = _plan(engine, relation, levels, hierarchies, keep)
-    for col, (level, h) in plan.items():
-        if h is not None and level > 0:
-            h.validate(engine, relation, col)
+    validate_all(engine, relation, {col: h for col, (level, h) in plan.items() if h is not None and level > 0})
     select = generalize_sql(engine, relation, levels, hierarchies, keep, tables=tables)
     if out is not None:
         engine.create_table_as(out, select, temp=temp, replace=replace)

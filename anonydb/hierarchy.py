@@ -105,22 +105,8 @@ class Hierarchy(abc.ABC):
         ``name`` is the relation as the user gave it (a file or table; default ``relation``),
         ``label`` the column (default ``column``), ``where`` a phrase for data the user gave in
         another form (e.g. "the population counts"), used instead of the quoted ``name``."""
-        shown_rel = where if where is not None else repr(relation if name is None else str(name))
-        shown_col = column if label is None else str(label)
-        cols = [c for c, _ in engine.columns(relation)]
-        if column not in cols:
-            raise InputError(f"column {shown_col!r} not found in {shown_rel} (columns: {', '.join(cols)})")
-        rows = engine.fetch_rows(engine.render("hierarchy_uncovered.sql.j2", relation=relation, column=column,
-                                               **self._uncovered_context("duckdb"), limit=MAX_LISTED))[1]
-        if not rows:
-            return
-        total = int(rows[0][1])
-        shown = ", ".join(repr(r[0]) for r in rows)
-        more = f" ... and {total - len(rows)} more" if total > len(rows) else ""
-        distinct = int(engine.scalar(f"SELECT count(DISTINCT {ident(column)}) FROM {ident(relation)}") or 0)
-        count = f"any of the column's {total} value(s)" if total >= distinct else f"{total} value(s)"
-        raise InputError(f"the hierarchy for column {shown_col!r} of {shown_rel} ({self.source}) does not cover "
-                         f"{count} {self._uncovered_what()}: {shown}{more}")
+        validate_all(engine, relation, {column: self}, name=name, labels={column: label} if label else None,
+                     where=where)
 
     @abc.abstractmethod
     def _uncovered_context(self, dialect: str) -> dict[str, Any]:
@@ -197,6 +183,37 @@ class Hierarchy(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(source={self.source!r}, height={self.height})"
+
+
+def validate_all(engine: Any, relation: str, hierarchies: Mapping[str, "Hierarchy"], *, name: str | None = None,
+                 labels: Mapping[str, str] | None = None, where: str | None = None) -> None:
+    """:meth:`Hierarchy.validate` for several columns of one relation (column -> hierarchy), in one
+    statement; the error names the first column, in the given order, that its hierarchy does not
+    cover. ``labels``: the columns' names as the user knows them (default the column)."""
+    if not hierarchies:
+        return
+    shown_rel = where if where is not None else repr(relation if name is None else str(name))
+    cols = [c for c, _ in engine.columns(relation)]
+    items = list(hierarchies.items())
+    for column, _ in items:
+        if column not in cols:
+            shown_col = (labels or {}).get(column, column)
+            raise InputError(f"column {shown_col!r} not found in {shown_rel} (columns: {', '.join(cols)})")
+    rows = engine.fetch_rows(engine.render(
+        "hierarchy_uncovered.sql.j2", relation=relation, limit=MAX_LISTED,
+        items=[{"column": c, **h._uncovered_context("duckdb")} for c, h in items]))[1]
+    if not rows:
+        return
+    i = rows[0][0]
+    column, h = items[i]
+    rows = [r[1:] for r in rows if r[0] == i]
+    total = int(rows[0][1])
+    shown = ", ".join(repr(r[0]) for r in rows)
+    more = f" ... and {total - len(rows)} more" if total > len(rows) else ""
+    distinct = int(engine.scalar(f"SELECT count(DISTINCT {ident(column)}) FROM {ident(relation)}") or 0)
+    count = f"any of the column's {total} value(s)" if total >= distinct else f"{total} value(s)"
+    raise InputError(f"the hierarchy for column {(labels or {}).get(column, column)!r} of {shown_rel} ({h.source}) "
+                     f"does not cover {count} {h._uncovered_what()}: {shown}{more}")
 
 
 # ------------------------------------------------------------------------------------------------

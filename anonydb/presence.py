@@ -27,7 +27,7 @@ from .checker import Report, check
 from .engines import connect
 from .engines.base import Engine
 from .errors import InfeasibleError, InputError
-from .hierarchy import Hierarchy
+from .hierarchy import Hierarchy, validate_all
 from .models.base import as_fraction
 from .models.confidence import ExactKernel, Kernel
 from .models.presence import DeltaPresence, parse_delta
@@ -76,8 +76,7 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
                              f"bookkeeping ({', '.join(MAPPED_COLUMNS)}); rename the column")
         if not eng.scalar(f"SELECT count(*) FROM {ident(pub)}"):
             raise InputError(f"the public table {pname} is empty: there is nothing to check")
-        for attr, h in hierarchies.items():  # the public values are mapped through it: it must cover them
-            h.validate(eng, pub, attr, name=pname)
+        validate_all(eng, pub, hierarchies, name=pname)  # the public values are mapped through them
         pbase, prid = eng.row_ids(s, pub)
         qis = []
         for c in qi_cols:

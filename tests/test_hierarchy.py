@@ -10,7 +10,7 @@ import pytest
 
 from anonydb.errors import InputError
 from anonydb.hierarchy import (DateHierarchy, EnumeratedHierarchy, Hierarchy, IntervalHierarchy, MaskingHierarchy,
-                               parse_hierarchy_arg)
+                               parse_hierarchy_arg, validate_all)
 from anonydb.sqlgen import ident, literal
 from conftest import make_table
 
@@ -78,6 +78,28 @@ def test_validate_nulls_and_missing_column(engine):
     Hierarchy.from_rows([("a", "*"), ("b", "*")]).validate(engine, "t", "v")  # NULL is never an error
     with pytest.raises(InputError, match="column 'w' not found"):
         Hierarchy.from_rows([("a", "*")]).validate(engine, "t", "w")
+
+
+def test_validate_all_names_the_first_uncovered_column_in_order(engine):
+    # one statement for the columns: each column's own uncovered values, count and order, and the
+    # error names the first column (in the order given) that its hierarchy does not cover
+    make_table(engine, "t", ["u", "v", "w"], [(i, f"x{i}", i % 3) for i in range(30)])
+    covers_u = Hierarchy.from_rows([(str(i), "*") for i in range(30)])
+    partial_v = Hierarchy.from_rows([(f"x{i}", "*") for i in range(5)])
+    partial_w = Hierarchy.intervals([10], lower=1, upper=10)  # leaves 0 out
+    validate_all(engine, "t", {"u": covers_u})
+    with pytest.raises(InputError) as e:
+        validate_all(engine, "t", {"u": covers_u, "w": partial_w, "v": partial_v}, labels={"w": "W"})
+    msg = str(e.value)
+    assert "column 'W'" in msg and "1 value(s)" in msg and "'0'" in msg
+    with pytest.raises(InputError) as e:
+        validate_all(engine, "t", {"v": partial_v, "w": partial_w}, name="people.csv")
+    msg = str(e.value)
+    assert "column 'v' of 'people.csv'" in msg and "25 value(s)" in msg and "... and 5 more" in msg
+    # v's first 20 in text order (x10 .. x29; x5 .. x9 come after), none of w's
+    assert "'x10'" in msg and "'x29'" in msg and "'x5'" not in msg and "'0'" not in msg
+    with pytest.raises(InputError, match="column 'z' not found"):
+        validate_all(engine, "t", {"u": covers_u, "z": covers_u})
 
 
 def test_double_column_is_matched_as_text(engine):

@@ -43,7 +43,7 @@ from ..engines.base import Engine
 from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..generalize import generalize_sql
-from ..hierarchy import Hierarchy
+from ..hierarchy import Hierarchy, validate_all
 from ..models import GroupContext, Model
 from ..schema import is_numeric_type, split_list
 from ..sources import open_source
@@ -153,9 +153,9 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             if total == 0:
                 raise InputError(f"{source} is empty: there is nothing to anonymize")
             qis = []
+            validate_all(eng, relation, {c: hierarchies[c] for c in qi_cols})
             for c in qi_cols:
                 h = hierarchies[c]
-                h.validate(eng, relation, c)
                 q = _QI(c, h, h.height)
                 q.map = s.name()
                 h.materialize_wide(eng, q.map, relation=relation, column=c, temp=True)

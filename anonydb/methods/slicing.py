@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterable, Sequence
 from ..engines.base import Engine
 from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable
-from ..hierarchy import Hierarchy
+from ..hierarchy import Hierarchy, validate_all
 from ..attacks.membership import MembershipReport
 from ..attacks.membership import membership as measure_membership
 from ..models.sliced_diversity import SlicedLDiversity, SlicedVerdict
@@ -138,12 +138,12 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
         relation = open_source(eng, source, scratch=s)
         dropped = [c for c, _ in eng.columns(relation) if c not in attrs]
         types = validate_roles(eng, relation, qi_cols, sensitive, None, label=str(source))
-        for attr, h in (hierarchies or {}).items():
+        for attr in hierarchies or {}:
             if attr not in attrs:
                 raise InputError(f"a hierarchy is given for {attr!r}, which is neither a quasi-identifier "
                                  f"nor the sensitive attribute (quasi-identifiers: {', '.join(qi_cols)}; "
                                  f"sensitive: {sensitive})")
-            h.validate(eng, relation, attr, name=str(source))
+        validate_all(eng, relation, hierarchies or {}, name=str(source))
         phi2: dict[tuple[str, str], float] = {}
         moved: list[str] = []
         if isinstance(columns, int) and not isinstance(columns, bool):

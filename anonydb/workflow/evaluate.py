@@ -27,7 +27,7 @@ from typing import Any, Iterable, Mapping
 from ..engines.base import Engine
 from ..engines import connect
 from ..errors import InputError
-from ..hierarchy import Hierarchy
+from ..hierarchy import Hierarchy, validate_all
 from ..schema import is_numeric_type, split_list
 from ..sources import open_source
 from ..sqlgen import ident
@@ -179,8 +179,7 @@ def _validate_hierarchies(eng: Engine, s: Any, parts: Parts, hs: Mapping[str, Hi
                                label=sensitive)
     if qi_hs:
         src = open_source(eng, source, scratch=s)
-        for c in qi_hs:
-            hs[c].validate(eng, src, c, name=str(source))
+        validate_all(eng, src, {c: hs[c] for c in qi_hs}, name=str(source))
 
 
 @dataclass
