@@ -227,12 +227,16 @@ def flag_public(eng: Engine, s: Any, private: str, public: str, qi: list[str], k
             raise InputError(f"private and public rows with the same {key!r} differ in their QI values "
                              f"(e.g. {key} = {', '.join(repr(r[0]) for r in clash)})")
     else:
-        number = "row_number() OVER (PARTITION BY {q} ORDER BY {r})"
-        pairs = (f"SELECT t.trid, p.prid FROM (SELECT CAST({tr} AS BIGINT) AS trid, {q}, "
-                 f"{number.format(q=q, r=tr)} AS k FROM {ident(tbase)}) AS t "
-                 f"JOIN (SELECT CAST({pr} AS BIGINT) AS prid, {q}, {number.format(q=q, r=pr)} AS k "
-                 f"FROM {ident(pbase)}) AS p ON p.k = t.k AND "
-                 + " AND ".join(f"p.{ident(c)} IS NOT DISTINCT FROM t.{ident(c)}" for c in qi))
+        # the k-th private row of a QI tuple is paired with the k-th public row of that tuple (in
+        # row-id order); the tuples are numbered first (_tid) so that the windows partition by one
+        # integer, not by the QI columns (Adult, 8 QIs: 45 ms for P's window alone)
+        def numbered(rel: str, r: str, rid: str) -> str:
+            on = " AND ".join(f"x.{ident(c)} IS NOT DISTINCT FROM u.{ident(c)}" for c in qi)
+            return (f"SELECT CAST(x.{r} AS BIGINT) AS {rid}, u._tid, row_number() OVER (PARTITION BY u._tid "
+                    f"ORDER BY x.{r}) AS k FROM {ident(rel)} AS x JOIN u ON {on}")
+        pairs = (f"WITH u AS (SELECT {q}, row_number() OVER () AS _tid FROM (SELECT DISTINCT {q} FROM {ident(tbase)}) "
+                 f"AS d) SELECT t.trid, p.prid FROM ({numbered(tbase, tr, 'trid')}) AS t "
+                 f"JOIN ({numbered(pbase, pr, 'prid')}) AS p ON p._tid = t._tid AND p.k = t.k")
     pairs_t = s.table(pairs)
     n_t = int(eng.scalar(f"SELECT count(*) FROM {ident(tbase)}"))
     n_p = int(eng.scalar(f"SELECT count(*) FROM {ident(pbase)}"))

@@ -94,6 +94,40 @@ def test_survey_example_2_8(engine):
                               hierarchies={"job": job}).holds
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(p_rows=st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from([1, 2, None])), min_size=1,
+                       max_size=25),
+       data=st.data())
+def test_flag_public_pairs_each_private_row_with_its_own_public_row(engine, p_rows, data):
+    # brute force: T is a sub-multiset of P (duplicates and NULLs included); each private row is
+    # paired with a distinct public row of the same QI tuple (NULL equal to NULL), so each tuple has
+    # exactly as many flagged public rows as private rows; a private tuple P lacks is refused
+    from anonydb.presence import FLAG, flag_public
+    picked = data.draw(st.lists(st.booleans(), min_size=len(p_rows), max_size=len(p_rows)))
+    t_rows = [r for r, keep in zip(p_rows, picked) if keep]
+    for name, rows in (("fp_p", p_rows), ("fp_t", t_rows)):
+        engine.execute(f"DROP TABLE IF EXISTS {name}")
+        engine.execute(f"CREATE TABLE {name} (x VARCHAR, y INTEGER)")
+        if rows:
+            engine.execute(f"INSERT INTO {name} VALUES " + ", ".join(
+                "(" + ", ".join("NULL" if v is None else repr(v) for v in r) + ")" for r in rows))
+    with engine.scratch("fp") as s:
+        flagged, n_t, n_p = flag_public(engine, s, "fp_t", "fp_p", ["x", "y"])
+        got = engine.fetch_rows(f"SELECT x, y, {FLAG}, private_rid FROM {flagged}")[1]
+    t_ids = {r[0]: (r[1], r[2]) for r in engine.fetch_rows("SELECT CAST(rowid AS BIGINT), x, y FROM fp_t")[1]}
+    assert (n_t, n_p) == (len(t_rows), len(p_rows)) and len(got) == len(p_rows)
+    assert Counter((x, y) for x, y, f, _ in got if f == 1) == Counter(t_rows)
+    rids = [rid for *_, f, rid in got if f == 1]
+    assert sorted(rids) == sorted(t_ids)  # every private row once
+    assert all(t_ids[rid] == (x, y) for x, y, f, rid in got if f == 1)  # with a public row of its tuple
+    assert all(rid is None for *_, f, rid in got if f == 0)
+    extra = data.draw(st.tuples(st.sampled_from(["a", "c"]), st.sampled_from([1, 3])))
+    if Counter(t_rows + [extra])[extra] > Counter(p_rows)[extra]:
+        engine.execute("INSERT INTO fp_t VALUES (" + ", ".join(repr(v) for v in extra) + ")")
+        with engine.scratch("fp") as s, pytest.raises(InputError, match="1 private rows have no public partner"):
+            flag_public(engine, s, "fp_t", "fp_p", ["x", "y"])
+
+
 def test_fast_infeasibility_and_bad_input(table1):
     e = table1
     assert fast_infeasible(5, 9, "1/2,2/3") == ""
