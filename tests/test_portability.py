@@ -53,7 +53,7 @@ CASES += [
                                      ("_adb_groups", "SELECT * FROM _adb_cells", True)], nodes=[], card="codes", d=2,
                                      leaves=[74, 2], total=100, loss=False)),
     ("fulldomain_metrics.sql.j2", dict(lev="lev", kept="kept", card="codes", d=2, levels=(1, 0), total=100,
-                                       leaves=[74, 1], entropy=True)),
+                                       leaves=[74, 1])),
 ]
 
 

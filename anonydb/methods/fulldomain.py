@@ -116,7 +116,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
     ``_caller_keeps`` (internal; a column of the source): the caller keeps the rows where that column
     is 1 and verifies and counts them itself (SPALM keeps the private rows of P and checks
     delta-presence from P): only those rows are written, unverified (``report`` None), and without
-    the entropy metric unless it is ``metric``."""
+    the loss and entropy metrics unless one of them is ``metric``."""
     t0 = time.perf_counter()
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -163,7 +163,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             t_search = time.perf_counter()
             lat = _Lattice(eng, s, qis, sa, relation, total, models, types,
                            hierarchies.get(sensitive) if sensitive else None, max_suppression)
-            best, minimal, cand_metrics = lat.search(metric, progress, entropy=_caller_keeps is None)
+            best, minimal, cand_metrics = lat.search(metric, progress, report=_caller_keeps is None)
             t_search = time.perf_counter() - t_search
             levels = dict(zip(qi_cols, best))
             # the release: generalized QIs, rows of failing groups suppressed, eq_class, shuffled
@@ -338,14 +338,16 @@ class _Lattice:
                          f"AND k{i}.code = g._adb_g{i}" for i, l in enumerate(node))
         return self.s.table(f"SELECT {cols} FROM {ident(kept)} AS g {joins}")
 
-    def release_metrics(self, node: tuple[int, ...], entropy: bool = True) -> dict[str, float]:
-        """The loss and (``entropy``) the non-uniform entropy of ``node``'s release, in one statement."""
+    def release_metrics(self, node: tuple[int, ...]) -> dict[str, float]:
+        """The loss and the non-uniform entropy of ``node``'s release, in one statement."""
         r = self.eng.fetch(self.eng.render("fulldomain_metrics.sql.j2", lev=self.lev, kept=self.kept_groups(node),
                                            card=self.codes, d=self.d, levels=node, total=self.total,
-                                           leaves=self.leaves, entropy=entropy))[0]
-        return {k: float(r[k] or 0.0) for k in ("loss", "entropy") if k in r}
+                                           leaves=self.leaves))[0]
+        return {"loss": float(r["loss"] or 0.0), "entropy": float(r["entropy"] or 0.0)}
 
-    def search(self, metric: str, progress=None, entropy: bool = True):
+    def search(self, metric: str, progress=None, report: bool = True):
+        """The best node by ``metric``, the minimal satisfying nodes, and the candidates' metrics; with
+        ``report``, the best node's loss and entropy too (one statement, :meth:`release_metrics`)."""
         by_height = _by_height(self.heights)
         prune = all(m.monotonic for m in self.models) and (
             self.limit == 0 or all(m.suppression_monotonic for m in self.models))
@@ -494,9 +496,8 @@ class _Lattice:
         if key is None:
             key = lambda n: (values[n][metric], sum(n), n)  # noqa: E731
         best = min(cands, key=key)
-        if "loss" not in values[best] or (entropy and "entropy" not in values[best]):  # the result's, once
-            m = self.release_metrics(best, entropy=entropy)
-            values[best] = {**m, **values[best]}
+        if report and not {"loss", "entropy"} <= set(values[best]):  # the result's, once
+            values[best] = {**self.release_metrics(best), **values[best]}
         self.need_loss = True
         return best, minimal, values
 
