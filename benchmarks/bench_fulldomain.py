@@ -45,6 +45,9 @@ def main() -> int:
                          "(deterministic), so that copies are not exact: sparser tuples, same QI structure")
     ap.add_argument("--repeat", type=int, default=1, help="run each row this many times; report medians")
     ap.add_argument("--only", default=None, help='run only the rows named so, e.g. "k=5 0%%" or "k=100 4%%"')
+    ap.add_argument("--profile", action="store_true",
+                    help="after each row, the last run's statements summed by template (ms), and the wall time "
+                         "they leave to Python")
     ap.add_argument("--growth-qis", action="store_true",
                     help="k = 5, 0%% suppression over the first 2, 3, ..., 8 of the QIs (growth with QIs)")
     args = ap.parse_args()
@@ -64,7 +67,7 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     if args.growth_qis:
         for d in range(2, len(Q8) + 1):
-            _row(eng, hier, dict(k=5), Q8[:d], "salary-class", 0.0, args.repeat)
+            _row(eng, hier, dict(k=5), Q8[:d], "salary-class", 0.0, args.repeat, args.profile)
         return 0
     runs = [(dict(k=5), Q8, "salary-class", 0.0), (dict(k=5), Q8, "salary-class", 0.04),
             (dict(k=100), Q8, "salary-class", 0.0), (dict(k=100), Q8, "salary-class", 0.04),
@@ -73,13 +76,14 @@ def main() -> int:
     for params, qi, sa, supp in runs:
         name = " ".join(f"{k}={v}" for k, v in params.items() if k != "distance") + f" {supp:.0%}"
         if args.only is None or args.only == name:
-            _row(eng, hier, params, qi, sa, supp, args.repeat)
+            _row(eng, hier, params, qi, sa, supp, args.repeat, args.profile)
     return 0
 
 
-def _row(eng, hier, params, qi, sa, supp, repeat) -> None:
+def _row(eng, hier, params, qi, sa, supp, repeat, profile=False) -> None:
     took, search = [], []
     for _ in range(repeat):
+        mark = len(eng.log)
         t = time.perf_counter()
         r = fulldomain("adult", qi, sa, hierarchies={q: hier[q] for q in qi}, out="fd", engine=eng, replace=True,
                        max_suppression=supp, **params)
@@ -93,6 +97,18 @@ def _row(eng, hier, params, qi, sa, supp, repeat) -> None:
     print(f"| {crit} | {len(qi)} | {supp:.0%} | {fmt(took)} | {fmt(search)} | "
           f"{r.checked} / {r.lattice} | {[r.levels[q] for q in qi]} | {r.metrics['dm']:,} | {r.suppressed} | {r.classes} | "
           f"{r.metrics['loss']:.4f} | {len(r.minimal)} |", flush=True)
+    if profile:
+        sums: dict[str, list] = {}
+        for x in eng.log[mark:]:
+            key = x.template or " ".join(x.sql.split()[:3])
+            sums.setdefault(key, [0, 0.0])
+            sums[key][0] += 1
+            sums[key][1] += x.seconds
+        logged = sum(v[1] for v in sums.values())
+        print(f"#   last run {took[-1] * 1000:.1f} ms (search {search[-1] * 1000:.1f}): statements {logged * 1000:.1f} ms, "
+              f"Python {(took[-1] - logged) * 1000:.1f} ms")
+        for key, (n, sec) in sorted(sums.items(), key=lambda kv: -kv[1][1]):
+            print(f"#   {sec * 1000:8.1f} ms {n:3d}x {key}")
 
 
 def _add_noise(eng, table: str, qis: list[str], p: float) -> None:
