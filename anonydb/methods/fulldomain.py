@@ -271,7 +271,7 @@ class _Lattice:
         """Judge a batch of nodes, one statement per ``BATCH``: suppressed rows, classes and DM
         (``dm_lb``: with no row suppressed) per node and, with ``loss`` (default: when the search
         optimizes it, :attr:`need_loss`), the loss metric, whose generalization costs take a join
-        per QI (the search then reports it for its result only)."""
+        per QI (otherwise the result's loss comes from :meth:`release_metrics`)."""
         e = self.eng
         loss = self.need_loss if loss is None else loss
         out = {}
