@@ -499,9 +499,9 @@ def test_a_round_cuts_on_the_next_dimension_when_the_widest_fails(engine):
 
 
 def test_judging_the_next_dimension_first_changes_nothing(engine, monkeypatch):
-    """Above ALT_ROWS a round judges a failing bucket's next dimension alone before the others:
-    each bucket still takes the widest dimension that holds, so the release is the same, bucket
-    for bucket (a seeded run), and more statements judge the cuts."""
+    """Above ALT_ROWS a round judges a bucket's next dimension alone before the others (below
+    it, every dimension at once): each bucket still takes the widest dimension that holds, so
+    the release is the same, bucket for bucket (a seeded run), and more statements judge the cuts."""
     import sys
     from anonydb.datasets import CENSUS_QIS, synthetic_census
 

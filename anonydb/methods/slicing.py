@@ -14,10 +14,10 @@ Three phases, all in the database:
 
 Departure from Fig 4.1 (a FIFO queue checking one bucket's cut at a time): the plan is
 level-wise. A round proposes the cuts of all open buckets at once (``sql/slicing_split.sql.j2``)
-and judges each cut alone; a bucket whose cut fails alone has its further dimensions (up to
-``tries``) judged side by side in the same round (the next one alone first while the failing
-buckets are large, ``ALT_ROWS``), and takes the widest that holds (a bucket none of whose cuts
-holds is final; ``tries=1`` finalizes it at once, as Fig 4.1 does). The round
+and judges each cut alone: a bucket's dimensions (up to ``tries``) are judged side by side in
+the same round (while the buckets are large, ``ALT_ROWS``, the next one alone first and the
+further ones only for the buckets whose cut failed), and it takes the widest that holds (a
+bucket none of whose cuts holds is final; ``tries=1`` finalizes it at once, as Fig 4.1 does). The round
 then checks the whole tentative slicing once, and when some tuples fail, takes back the cuts of
 the buckets those tuples matched before their cut (a failure can only come from a bucket that
 changed, as p(t,.) depends on t's matching buckets only; a tuple may match a bucket through
@@ -55,8 +55,9 @@ from ..sqlgen import ident, seed_key
 from ..release.publish import Publication, publication_lines, row_order
 from .slicing_columns import BINS, check_columns, coordinate, describe, partition_attributes, phi2_matrix
 
-#: a round's further attempt judges all of a failing bucket's dimensions at once while its
-#: tuples times those dimensions are at most this many; above, the next dimension first
+#: a round judges all of its buckets' dimensions at once (or, in a further attempt, those of the
+#: buckets whose cut failed) while their tuples times those dimensions are at most this many;
+#: above, the next dimension first
 ALT_ROWS = 250_000
 
 
@@ -344,16 +345,19 @@ class _Partitioner:
         return held, tried, {r[0] for r in eng.fetch_rows(f"SELECT parent FROM {ident(won)}")[1]}
 
     def cuts(self, state: str) -> tuple[str, str]:
-        """A round's cuts, each judged alone: every open bucket's next dimension; then, for the
-        buckets whose cut fails, their further dimensions side by side, each bucket taking the
-        widest that holds (a bucket with none is final). While the failing buckets' tuples times
-        their further dimensions exceed ``ALT_ROWS``, the next dimension is judged alone first
-        (most buckets that hold, hold on it; 100k rows: 50k tuple-cuts in round 2 instead of
-        350k). Returns the cuts taken (rid, parent, bid) and (parent, nxt): the attempt its
+        """A round's cuts, each judged alone: every open bucket's dimensions side by side, each
+        bucket taking the widest that holds (a bucket with none is final). While the buckets'
+        tuples times their dimensions left exceed ``ALT_ROWS``, the next dimension is judged
+        alone first (most buckets that hold, hold on it; 100k rows: 50k tuple-cuts in round 2
+        instead of 350k), then the further ones of the buckets whose cut failed. Judging all at
+        once when they are few spares a split and a check a round (Adult: 23 -> 12 checks). Returns the cuts taken (rid, parent, bid) and (parent, nxt): the attempt its
         bucket makes next should its cut be taken back."""
         eng, s = self.eng, self.s
         held: list[str] = []
         failing, lo, hi, sub = None, 0, 0, state
+        n = eng.scalar(f"SELECT count(*) FROM {ident(self.tup)} WHERE bid IN (SELECT bid FROM {ident(state)})")
+        if n * self.tries <= ALT_ROWS:  # every dimension at once: one split and one check
+            hi = self.tries
         while lo < self.tries:
             if failing is not None:  # the buckets whose every cut so far failed
                 if not failing:
