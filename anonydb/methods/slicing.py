@@ -192,10 +192,10 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
         tup = s.put("tup", eng.render("slicing_codes.sql.j2", vals=vals, rid=vrid, base=gbase, brid=brid,
                                       plain=plain, qpart=qpart, sensitive=sensitive, dims=dim_specs,
                                       key=seed_key(seed, "slicing/ties")))
-        ranges = eng.fetch_rows("SELECT " + ", ".join(f"max(x{j}) - min(x{j})" for j in range(len(dims)))
-                                + f" FROM {ident(tup)}")[1][0]
+        *ranges, n_tup = eng.fetch_rows("SELECT " + "".join(f"max(x{j}) - min(x{j}), " for j in range(len(dims)))
+                                        + f"count(*) FROM {ident(tup)}")[1][0]
         ranges = [float(r) if r and r > 0 else 1.0 for r in ranges]
-        part = _Partitioner(eng, s, model, tup, len(plain), ranges, min_bucket, tries or len(dims))
+        part = _Partitioner(eng, s, model, tup, len(plain), ranges, min_bucket, tries or len(dims), n_tup)
         part.check_root(sensitive, cols)
         rounds = part.run(progress)
 
@@ -274,8 +274,8 @@ def verify(eng: Engine, tuples: str, columns: Sequence[tuple[str, Sequence[str]]
 class _Partitioner:
     """Tuple partitioning (Fig 4.1), level-wise; see the module docstring."""
 
-    def __init__(self, eng, s, model, tup, nplain, ranges, min_bucket, tries):
-        self.eng, self.s, self.model, self.tup = eng, s, model, tup
+    def __init__(self, eng, s, model, tup, nplain, ranges, min_bucket, tries, rows):
+        self.eng, self.s, self.model, self.tup, self.rows = eng, s, model, tup, rows
         self.nplain, self.ranges, self.min_bucket, self.tries = nplain, ranges, min_bucket, tries
         self.keys = [f"k{i}" for i in range(nplain)] + ["kq"]
         self.checks = 0
@@ -338,11 +338,10 @@ class _Partitioner:
             return None
         failed = self.single(alt)
         fails = f" WHERE cut NOT IN ({', '.join(map(str, sorted(failed)))})" if failed else ""
-        won = s.put(f"won{k}", f"SELECT parent, min(r) AS r FROM (SELECT DISTINCT parent, r, cut FROM "
-                               f"{ident(alt)}) AS c{fails} GROUP BY parent")
         held = s.put(f"held{k}", f"SELECT a.rid, a.parent, a.bid, a.r FROM {ident(alt)} AS a "
-                                 f"JOIN {ident(won)} AS w ON w.parent = a.parent AND w.r = a.r")
-        return held, tried, {r[0] for r in eng.fetch_rows(f"SELECT parent FROM {ident(won)}")[1]}
+                                 f"JOIN (SELECT parent, min(r) AS r FROM (SELECT DISTINCT parent, r, cut FROM "
+                                 f"{ident(alt)}) AS c{fails} GROUP BY parent) AS w ON w.parent = a.parent AND w.r = a.r")
+        return held, tried, {r[0] for r in eng.fetch_rows(f"SELECT DISTINCT parent FROM {ident(held)}")[1]}
 
     def cuts(self, state: str) -> tuple[str, str]:
         """A round's cuts, each judged alone: every open bucket's dimensions side by side, each
@@ -355,8 +354,8 @@ class _Partitioner:
         eng, s = self.eng, self.s
         held: list[str] = []
         failing, lo, hi, sub = None, 0, 0, state
-        n = eng.scalar(f"SELECT count(*) FROM {ident(self.tup)} WHERE bid IN (SELECT bid FROM {ident(state)})")
-        if n * self.tries <= ALT_ROWS:  # every dimension at once: one split and one check
+        if self.rows * self.tries <= ALT_ROWS or eng.scalar(  # every dimension at once: one split and one check
+                f"SELECT count(*) FROM {ident(self.tup)} WHERE bid IN (SELECT bid FROM {ident(state)})") * self.tries <= ALT_ROWS:
             hi = self.tries
         while lo < self.tries:
             if failing is not None:  # the buckets whose every cut so far failed
