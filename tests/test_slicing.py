@@ -498,6 +498,49 @@ def test_a_round_cuts_on_the_next_dimension_when_the_widest_fails(engine):
     assert one.buckets == 1
 
 
+def test_the_median_cut_matches_the_brute_force(engine):
+    """slicing_split.sql.j2 against a brute force on random buckets (ties, NULLs, odd and even
+    sizes, spans of 0): each bucket of at least 2 * min_bucket tuples is cut on each of its r-th
+    widest dimensions (span / range, positive spans only, ties by dimension) for r in
+    attempt + 1 + lo .. min(attempt + 1 + hi, tries), and the first floor(|B| / 2) tuples in
+    (x NULLS LAST, h, rid) order go to child 2 * bid, the others to 2 * bid + 1."""
+    rng = random.Random(11)
+    d, ranges = 3, [5.0, 3.0, 2.0]
+    for trial in range(25):
+        rows = []
+        for rid in range(rng.randint(4, 60)):
+            xs = [None if rng.random() < 0.15 else float(rng.randint(0, int(r))) for r in ranges]
+            rows.append((rid, rng.randint(1, 4), *xs, rng.randint(0, 3)))  # h with ties: rid breaks them
+        engine.execute("CREATE OR REPLACE TABLE sp_tup AS SELECT * FROM (VALUES "
+                       + ", ".join("(" + ", ".join("NULL" if v is None else repr(v) for v in r) + ")" for r in rows)
+                       + ") AS v(rid, bid, x0, x1, x2, h)")
+        attempt = {b: rng.randint(0, 1) for b in {r[1] for r in rows}}
+        engine.execute("CREATE OR REPLACE TABLE sp_state AS SELECT * FROM (VALUES "
+                       + ", ".join(f"({b}, {a})" for b, a in attempt.items()) + ") AS v(bid, attempt)")
+        lo, hi, tries, min_bucket = rng.choice([(0, 0, 3, 1), (0, 3, 3, 2), (1, 3, 2, 1)])
+        got = engine.fetch_rows("SELECT rid, parent, r, bid FROM (" + engine.render(
+            "slicing_split.sql.j2", tup="sp_tup", state="sp_state", ranges=ranges, min_bucket=min_bucket,
+            lo=lo, hi=hi, tries=tries).sql + ") AS a")[1]
+        want = set()
+        for b, att in attempt.items():
+            mine = [r for r in rows if r[1] == b]
+            if len(mine) < 2 * min_bucket:
+                continue
+            spans = []
+            for i in range(d):
+                vals = [r[2 + i] for r in mine if r[2 + i] is not None]
+                w = (max(vals) - min(vals)) / ranges[i] if vals else 0.0
+                if w > 0:
+                    spans.append((-w, i))
+            for rank, (_, i) in enumerate(sorted(spans), start=1):
+                if not att + 1 + lo <= rank <= min(att + 1 + hi, tries):
+                    continue
+                order = sorted(mine, key=lambda r: (r[2 + i] is None, r[2 + i] or 0.0, r[5], r[0]))
+                for pos, r in enumerate(order):
+                    want.add((r[0], b, rank, 2 * b + (0 if pos < len(mine) // 2 else 1)))
+        assert set(got) == want and len(got) == len(want), trial
+
+
 def test_judging_the_next_dimension_first_changes_nothing(engine, monkeypatch):
     """Above ALT_ROWS a round judges a bucket's next dimension alone before the others (below
     it, every dimension at once): each bucket still takes the widest dimension that holds, so

@@ -349,13 +349,15 @@ class _Partitioner:
         tuples times their dimensions left exceed ``ALT_ROWS``, the next dimension is judged
         alone first (most buckets that hold, hold on it; 100k rows: 50k tuple-cuts in round 2
         instead of 350k), then the further ones of the buckets whose cut failed. Judging all at
-        once when they are few spares a split and a check a round (Adult: 23 -> 12 checks). Returns the cuts taken (rid, parent, bid) and (parent, nxt): the attempt its
-        bucket makes next should its cut be taken back."""
+        once when they are few spares a split and a check a round (Adult: 23 -> 12 checks).
+        Returns the cuts taken (rid, parent, bid) and (parent, nxt): the attempt its bucket makes
+        next should its cut be taken back."""
         eng, s = self.eng, self.s
         held: list[str] = []
         failing, lo, hi, sub = None, 0, 0, state
-        if self.rows * self.tries <= ALT_ROWS or eng.scalar(  # every dimension at once: one split and one check
-                f"SELECT count(*) FROM {ident(self.tup)} WHERE bid IN (SELECT bid FROM {ident(state)})") * self.tries <= ALT_ROWS:
+        if self.rows * self.tries <= ALT_ROWS or eng.scalar(  # every dimension at once: one split, one check
+                f"SELECT count(*) FROM {ident(self.tup)} WHERE bid IN (SELECT bid FROM {ident(state)})"
+        ) * self.tries <= ALT_ROWS:
             hi = self.tries
         while lo < self.tries:
             if failing is not None:  # the buckets whose every cut so far failed
