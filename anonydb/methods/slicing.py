@@ -343,6 +343,12 @@ class _Partitioner:
                                  f"{ident(alt)}) AS c{fails} GROUP BY parent) AS w ON w.parent = a.parent AND w.r = a.r")
         return held, tried, {r[0] for r in eng.fetch_rows(f"SELECT DISTINCT parent FROM {ident(held)}")[1]}
 
+    def _few(self, bids: str, dims: int) -> bool:
+        """Whether the tuples of the buckets ``bids`` (SQL: a list or a query) times ``dims`` are at
+        most ``ALT_ROWS`` (counted only when the whole table's are not)."""
+        return self.rows * dims <= ALT_ROWS or self.eng.scalar(
+            f"SELECT count(*) FROM {ident(self.tup)} WHERE bid IN ({bids})") * dims <= ALT_ROWS
+
     def cuts(self, state: str) -> tuple[str, str]:
         """A round's cuts, each judged alone: every open bucket's dimensions side by side, each
         bucket taking the widest that holds (a bucket with none is final). While the buckets'
@@ -354,18 +360,15 @@ class _Partitioner:
         next should its cut be taken back."""
         eng, s = self.eng, self.s
         held: list[str] = []
-        failing, lo, hi, sub = None, 0, 0, state
-        if self.rows * self.tries <= ALT_ROWS or eng.scalar(  # every dimension at once: one split, one check
-                f"SELECT count(*) FROM {ident(self.tup)} WHERE bid IN (SELECT bid FROM {ident(state)})"
-        ) * self.tries <= ALT_ROWS:
-            hi = self.tries
+        failing, lo, sub = None, 0, state
+        # every dimension at once (one split, one check) when the buckets' tuple-cuts are few
+        hi = self.tries if self._few(f"SELECT bid FROM {ident(state)}", self.tries) else 0
         while lo < self.tries:
             if failing is not None:  # the buckets whose every cut so far failed
                 if not failing:
                     break
                 listed = ", ".join(map(str, sorted(failing)))
-                n = eng.scalar(f"SELECT count(*) FROM {ident(self.tup)} WHERE bid IN ({listed})")  # their tuples
-                hi = lo if n * (self.tries - lo) > ALT_ROWS else self.tries
+                hi = self.tries if self._few(listed, self.tries - lo) else lo
                 sub = s.put("retry", f"SELECT * FROM {ident(state)} WHERE bid IN ({listed})")
             got = self.attempt(sub, lo, hi, len(held))
             if got is None:
