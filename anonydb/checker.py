@@ -205,17 +205,28 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
             coding, dict_table = None, None
         else:
             coding, dict_table = _group_coding(eng, s, relation, qi_cols, types)
-        glob, codes = _sa_codes(eng, s, relation, sa, models) if coding is not None and distribution_of is None \
-            else (None, None)
+        glob, codes, packing, weights, expand = None, None, None, None, None
+        if coding is not None and distribution_of is None:
+            glob, codes = _sa_codes(eng, s, relation, sa, models)
+            if codes is None:
+                glob, packing = _packing(eng, s, relation, sa, models, rows, glob)
         if coding is not None:
             keys = ["_adb_gid"]
             cells = s.table(eng.render("check_cells.sql.j2", qis=coding, dict=dict_table, keytype=_keytype(coding),
-                                       sensitive=sa, source=relation, bits=codes))
+                                       sensitive=sa, source=relation, bits=codes,
+                                       packed=packing and packing.codes, sums=packing and packing.sums))
         else:  # a small table, or too many distinct QI tuples for an integer key: group by the columns
             keys = qi_cols
             cells = s.table(eng.render("check_cells_columns.sql.j2", keys=qi_cols, sensitive=sa, source=relation))
         if codes is not None:  # the groups came in one aggregation, without cells (k, distinct l)
             groups, cells = cells, None
+        elif packing is not None:  # each group's counts came packed: judge each distinct vector once
+            expand, keys = cells, [f"_adb_x{j}" for j in range(packing.sums)]
+            xs = ", ".join(ident(k) for k in keys)
+            weights = s.table(f"SELECT {xs}, min(_adb_n) AS _adb_n, count(*) AS _adb_g FROM {ident(expand)} GROUP BY {xs}")
+            cells = s.table(eng.render("check_unpack.sql.j2", vectors=weights, codes=packing.codes, sums=packing.sums,
+                                       mask=(1 << packing.bits) - 1))
+            groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells))
         elif sa:
             groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells))
             if glob is None:
@@ -226,14 +237,15 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
             eng.execute(f"ALTER TABLE {ident(cells)} RENAME COLUMN _adb_cnt TO _adb_n")
         glob_sql = (f"(SELECT count(*) FROM {ident(glob)}), "
                     f"(SELECT count(*) FROM {ident(glob)} WHERE _adb_sa IS NULL)") if glob else "0, 1"
-        ngroups, smallest, largest, total, domain, sa_nulls = eng.fetch_rows(
-            f"SELECT count(*), min(_adb_n), max(_adb_n), sum(_adb_n), {glob_sql} FROM {ident(groups)}")[1][0]
+        counted = (f"sum(_adb_g), min(_adb_n), max(_adb_n), sum(_adb_n * _adb_g), {glob_sql} FROM {ident(weights)}"
+                   if weights else f"count(*), min(_adb_n), max(_adb_n), sum(_adb_n), {glob_sql} FROM {ident(groups)}")
+        ngroups, smallest, largest, total, domain, sa_nulls = eng.fetch_rows(f"SELECT {counted}")[1][0]
         limit = max_groups if max_groups is not None else int(total)
         ctx = GroupContext(
             engine=eng, keys=keys, cells=cells, groups=groups, glob=glob, total=int(total), domain=domain,
             sensitive=sa, sensitive_numeric=bool(sa) and is_numeric_type(types[sa]), sa_nulls=bool(sa_nulls),
             sa_hierarchy=hierarchies.get(sensitive) if sensitive else None, scratch=s, qi_columns=qi_cols,
-            coding=coding, keytype=_keytype(coding) if coding else "BIGINT",
+            coding=coding, keytype=_keytype(coding) if coding else "BIGINT", weights=weights, expand=expand,
         )
         verdicts = [evaluate_model(m, ctx, limit, dict_table, source=relation) for m in models]
     return Report(source=label, qi=qi_cols, sensitive=sensitive, rows=int(total), groups=ngroups,
@@ -308,6 +320,37 @@ def _sa_codes(eng: Engine, s: Any, relation: str, sa: str | None,
     return glob, codes
 
 
+#: the bits of a packed sum (a HUGEINT's, less its sign)
+PACKED_WIDTH = 127
+
+
+@dataclass
+class _Packing:
+    codes: str  # check_packed_codes.sql.j2
+    sums: int
+    bits: int
+
+
+def _packing(eng: Engine, s: Any, relation: str, sa: str | None, models: list[Model], rows: int,
+             glob: str | None) -> tuple[str | None, _Packing | None]:
+    """(the whole table's distribution, how to pack each group's counts) when every model judges a
+    group by its distribution alone and the counts fit :attr:`Engine.packed_sums` sums: each count
+    is at most ``rows``, so takes its bit length, PACKED_WIDTH // bits counts a sum. The raw 10M census
+    (6.7M groups, 14 values in 3 sums) holds 113k distinct vectors; the verdicts are computed on
+    those, through the same model code, and weighted by how many groups have each."""
+    if not sa or not eng.packed_sums or not all(m.by_distribution for m in models):
+        return glob, None
+    if glob is None:
+        glob = s.table(f"SELECT {ident(sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(relation)} GROUP BY 1")
+    bits = int(rows).bit_length()
+    per = PACKED_WIDTH // bits
+    sums = -(-eng.scalar(f"SELECT count(*) FROM {ident(glob)}") // per)
+    if sums > eng.packed_sums:
+        return glob, None
+    codes = s.table(eng.render("check_packed_codes.sql.j2", glob=glob, bits=bits, per=per, sums=sums))
+    return glob, _Packing(codes, sums, bits)
+
+
 def _key_bits(eng: Engine) -> int:
     """The bits a mixed-radix group key may use: a HUGEINT on DuckDB (KEY_LIMIT), a BIGINT elsewhere."""
     return KEY_LIMIT.bit_length() - 1 if eng.dialect == "duckdb" else 63
@@ -348,21 +391,23 @@ def evaluate_model(model: Model, ctx: GroupContext, limit: int, dict_table: str 
     verdicts = rendered.sql
     if model.materialize:  # expensive plans (EMDs, windows) run once, then are read twice
         verdicts = f"SELECT * FROM {ident(s.table(rendered))}"  # logged under the model's template
-    summary = eng.fetch(eng.render("verdict_summary.sql.j2", verdicts=verdicts, worst=model.worst))[0]
+    summary = eng.fetch(eng.render("verdict_summary.sql.j2", verdicts=verdicts, worst=model.worst,
+                                   weights=ctx.weights, keys=ctx.keys))[0]
     worst = None if summary["valueless"] else _value(summary["worst_num"], summary["worst_den"])
     violations: list[GroupViolation] = []
     if summary["violating_groups"] and limit:
         value = "CAST(_adb_num AS DOUBLE) / _adb_den"
+        gkeys = ["_adb_gid"] if ctx.expand else ctx.keys  # a vector's groups, each listed by its own key
         order = (f"{value} {'DESC' if model.worst == 'max' else 'ASC'} NULLS FIRST, "
-                 + ", ".join(f"{ident(k)} NULLS LAST" for k in ctx.keys))
+                 + ", ".join(f"{ident(k)} NULLS LAST" for k in gkeys))
         decode = eng.render("check_decode.sql.j2", rel="top", qis=ctx.coding, dict=dict_table).sql if ctx.coding else ""
         rows = eng.fetch(eng.render("verdict_violators.sql.j2", verdicts=verdicts, keys=ctx.keys, order=order,
                                     limit=limit, coding=bool(ctx.coding), decode=decode, cells=ctx.cells,
                                     with_sa=ctx.sensitive is not None, source=source, qis=ctx.qi_columns,
-                                    sensitive=ctx.sensitive))
+                                    sensitive=ctx.sensitive, expand=ctx.expand))
         by_key: dict[Any, GroupViolation] = {}
         for r in rows:
-            gk = tuple(r[k] for k in ctx.keys)
+            gk = tuple(r[k] for k in gkeys)
             g = by_key.get(gk)
             if g is None:
                 g = by_key[gk] = GroupViolation(

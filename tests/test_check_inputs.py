@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from fractions import Fraction as F
 
 import pytest
@@ -193,8 +194,10 @@ def test_groups_counted_with_their_values_as_bits_up_to_the_engines_limit(engine
         report, used = templates(t, k=3, l=60)
         assert ("check_groups.sql.j2" not in used) == bits_used
         monkeypatch.setattr(engine, "group_bits", 0)
+        monkeypatch.setattr(engine, "packed_sums", 0)  # nor the counts packed (test_groups_judged_by_their_count_vectors)
         assert templates(t, k=3, l=60) == (report, used | {"check_groups.sql.j2", "check_global.sql.j2"})
         monkeypatch.setattr(engine, "group_bits", 64)
+        monkeypatch.setattr(engine, "packed_sums", 4)
         # against the rows themselves: group z<j> holds rows i = j, j + 7, ... (NULL for i % 11 == 0)
         distinct = {f"z{j}": len({r[1] for r in rows if r[0] == f"z{j}"}) for j in range(7)}
         v = report["verdicts"][1]
@@ -230,3 +233,55 @@ def test_expected_groups_keys_a_release_by_its_columns(engine, monkeypatch):
     assert coded["verdicts"][0]["achieved"] == {"k": 8} and coded["verdicts"][1]["holds"]
     _, used = run(expected_groups=11)  # 11 * 8 > 80: the coded key
     assert "check_dict.sql.j2" in used
+
+
+def test_groups_judged_by_their_count_vectors(engine, monkeypatch):
+    """The models that judge a group by its sensitive-value counts alone (Model.by_distribution)
+    have each group's counts packed into integer sums in the one aggregation of the source
+    (Engine.packed_sums) and judge each distinct count vector once, weighted by its groups. The
+    report is the one the cells give, in one sum and in several (PACKED_WIDTH = 12: one count a
+    sum here), and the worst groups are listed as before, by value and then by QI values, though
+    many groups share a vector. Checked against the rows for equal-distance t-closeness."""
+    monkeypatch.setattr(check_mod, "COLUMN_KEY_ROWS", 0)
+    rows = [(f"z{i % 40}", f"a{i % 3}", None if i % 13 == 0 else f"d{(i * i) % 9}") for i in range(600)]
+    t = make_table(engine, "vec", ["zip", "age", "disease"], rows)
+
+    def run(**params):
+        engine.log.clear()
+        report = check(t, "zip,age", "disease", engine=engine, max_groups=4, **params).to_dict()
+        return report, {x.template for x in engine.log}
+
+    cases = (dict(t=0.1), dict(t=0.1, distance="ordered"), dict(l=2, l_variant="entropy"), dict(alpha=0.3, k=2),
+             dict(delta=0.5), dict(l=2, l_variant="recursive", c=1), dict(l=3, l_variant="probabilistic", k=6))
+    for params in cases:
+        packed, used = run(**params)
+        assert "check_unpack.sql.j2" in used, params
+        monkeypatch.setattr(check_mod, "PACKED_WIDTH", 12)
+        monkeypatch.setattr(engine, "packed_sums", 16)
+        several, used = run(**params)
+        assert "check_unpack.sql.j2" in used
+        monkeypatch.setattr(engine, "packed_sums", 0)
+        cells, used = run(**params)
+        assert "check_unpack.sql.j2" not in used
+        monkeypatch.setattr(engine, "packed_sums", 4)
+        monkeypatch.setattr(check_mod, "PACKED_WIDTH", 127)
+        assert packed == several == cells, params
+    # equal EMD against the rows: D = sum over values of max(p - q, 0), exact
+    report, _ = run(t=0.1)
+    q = Counter(r[2] for r in rows)
+    groups: dict[tuple, list] = {}
+    for z, a, d in rows:
+        groups.setdefault((z, a), []).append(d)
+
+    def emd(values):
+        c = Counter(values)
+        return sum(max(F(c[s], len(values)) - F(n, len(rows)), 0) for s, n in q.items())
+
+    worst = sorted(groups, key=lambda g: (-emd(groups[g]), g))
+    v = report["verdicts"][0]
+    assert v["groups"] == len(groups) == 120
+    assert v["violating_groups"] == sum(emd(x) > F(1, 10) for x in groups.values())
+    assert v["violating_rows"] == sum(len(x) for x in groups.values() if emd(x) > F(1, 10))
+    assert [(g["key"]["zip"], g["key"]["age"]) for g in v["violations"]] == worst[:4]
+    assert [g["value"] for g in v["violations"]] == [float(emd(groups[g])) for g in worst[:4]]
+    assert v["violations"][0]["distribution"] == {str(s): n for s, n in Counter(groups[worst[0]]).items()}

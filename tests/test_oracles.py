@@ -27,8 +27,10 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 def run(rows, qi=("q1", "q2"), **params):
     """The report of the check, which must be the same with the QI columns as the group key
     (a small table's default), with the dictionary-coded integer key (large tables'), and there
-    with and without the groups counted in one aggregation (k and distinct l: the sensitive
-    values as bits, Engine.group_bits)."""
+    with and without the groups counted in one aggregation: k and distinct l with the sensitive
+    values as bits (Engine.group_bits); the models that judge a group by its distribution alone
+    with its counts packed into integer sums (Engine.packed_sums), in one sum or, with 12-bit
+    sums (two counts a sum here), in several."""
     e = anonydb.connect()
     try:
         make_table(e, "r", [*qi, "s"], rows)
@@ -37,8 +39,17 @@ def run(rows, qi=("q1", "q2"), **params):
             mp.setattr(checker, "COLUMN_KEY_ROWS", 0)
             coded = check("r", list(qi), "s", engine=e, max_groups=None, **params)
             e.group_bits = 0
+            packed = check("r", list(qi), "s", engine=e, max_groups=None, **params)
+            mp.setattr(checker, "PACKED_WIDTH", 12)
+            e.packed_sums = 8
+            e.log.clear()
+            several = check("r", list(qi), "s", engine=e, max_groups=None, **params)
+            models = checker.build_models(**params)
+            assert any(x.template == "check_unpack.sql.j2" for x in e.log) == (
+                all(m.by_distribution for m in models) and any(m.needs_sensitive for m in models))
+            e.packed_sums = 0
             with_cells = check("r", list(qi), "s", engine=e, max_groups=None, **params)
-        assert coded.to_dict() == by_columns.to_dict() == with_cells.to_dict()
+        assert coded.to_dict() == by_columns.to_dict() == packed.to_dict() == several.to_dict() == with_cells.to_dict()
         return by_columns
     finally:
         e.close()

@@ -81,6 +81,11 @@ class Engine(abc.ABC):
     #: (k, distinct l) counts them in one aggregation of the source, the values as bits of an
     #: integer, when the sensitive attribute has at most this many values (0: never)
     group_bits: int = 0
+    #: a check whose models judge a group by its sensitive-value counts alone
+    #: (:attr:`~anonydb.models.Model.by_distribution`) counts them in one aggregation of the source,
+    #: packed into at most this many 128-bit integer sums per group, and judges each distinct count
+    #: vector once (0: never; the cells, one row per (group, value))
+    packed_sums: int = 0
 
     def __init__(self) -> None:
         self.templates = Templates(self.dialect)

@@ -53,6 +53,11 @@ class GroupContext:
     references: str | None = None
     #: (B,t)-privacy: members(keys..., _adb_qid, _adb_m), how many of a group's rows have each QI tuple
     members: str | None = None
+    #: keys standing for count vectors (a check judging each distinct distribution once):
+    #: weights(keys..., _adb_n, _adb_g) says how many groups (_adb_g) of size _adb_n have each, and
+    #: expand(_adb_gid, keys...) which vector each group has
+    weights: str | None = None
+    expand: str | None = None
 
 
 @dataclass
@@ -142,6 +147,9 @@ class Model(abc.ABC):
     #: what the verdict plan reads of the context: the groups' statistics (n, d, mx, clnc) and the
     #: cells; a check whose models read only n and d may skip the cells (Engine.group_bits)
     reads: frozenset[str] = frozenset({"n", "d", "mx", "clnc", "cells"})
+    #: a group's verdict depends only on its sensitive-value counts and the whole table's (not on
+    #: its QI values nor on other groups): a check may judge each distinct count vector once
+    by_distribution: bool = False
 
     @property
     @abc.abstractmethod

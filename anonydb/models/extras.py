@@ -16,6 +16,7 @@ from .base import GroupContext, Model, as_fraction, check_count
 
 
 class AlphaKAnonymity(Model):
+    by_distribution = True
     name = "(alpha,k)-anonymity"
     worst = "max"
 
@@ -39,6 +40,7 @@ class AlphaKAnonymity(Model):
 
 
 class DeltaDisclosure(Model):
+    by_distribution = True
     materialize = True
     name = "delta-disclosure"
     worst = "max"

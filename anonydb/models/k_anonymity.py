@@ -11,6 +11,7 @@ from .base import GroupContext, Model, check_count
 
 
 class KAnonymity(Model):
+    by_distribution = True
     name = "k-anonymity"
     needs_sensitive = False
     suppression_monotonic = True

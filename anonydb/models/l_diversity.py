@@ -20,6 +20,7 @@ VARIANTS = ("distinct", "entropy", "recursive", "probabilistic")
 
 
 class LDiversity(Model):
+    by_distribution = True
     name = "l-diversity"
 
     def __init__(self, l: float, variant: str = "distinct", c: float | None = None):

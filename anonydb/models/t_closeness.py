@@ -108,6 +108,7 @@ def emd_sql(ctx: GroupContext, distance: str, p_rel: str, q_rel: str, keys: list
 
 
 class TCloseness(Model):
+    by_distribution = True
     materialize = True
     name = "t-closeness"
     worst = "max"
