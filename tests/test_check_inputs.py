@@ -180,8 +180,10 @@ def test_groups_counted_with_their_values_as_bits_up_to_the_engines_limit(engine
     """k and distinct l read only each group's size and number of distinct values: on DuckDB the
     integer-keyed check counts both in one aggregation (the values as bits, no cells) while the
     sensitive attribute has at most Engine.group_bits = 64 values, NULL one of them; past that,
-    and for a model that reads the cells, it builds the cells. The report is the same either way."""
+    and for a model that reads the cells, it builds the cells (here with the counts never packed:
+    test_groups_judged_by_their_count_vectors). The report is the same either way."""
     monkeypatch.setattr(check_mod, "COLUMN_KEY_ROWS", 0)
+    monkeypatch.setattr(engine, "packed_sums", 0)
 
     def templates(table, **params):
         engine.log.clear()
@@ -194,10 +196,8 @@ def test_groups_counted_with_their_values_as_bits_up_to_the_engines_limit(engine
         report, used = templates(t, k=3, l=60)
         assert ("check_groups.sql.j2" not in used) == bits_used
         monkeypatch.setattr(engine, "group_bits", 0)
-        monkeypatch.setattr(engine, "packed_sums", 0)  # nor the counts packed (test_groups_judged_by_their_count_vectors)
         assert templates(t, k=3, l=60) == (report, used | {"check_groups.sql.j2", "check_global.sql.j2"})
         monkeypatch.setattr(engine, "group_bits", 64)
-        monkeypatch.setattr(engine, "packed_sums", 4)
         # against the rows themselves: group z<j> holds rows i = j, j + 7, ... (NULL for i % 11 == 0)
         distinct = {f"z{j}": len({r[1] for r in rows if r[0] == f"z{j}"}) for j in range(7)}
         v = report["verdicts"][1]
@@ -263,7 +263,7 @@ def test_groups_judged_by_their_count_vectors(engine, monkeypatch):
         monkeypatch.setattr(engine, "packed_sums", 0)
         cells, used = run(**params)
         assert "check_unpack.sql.j2" not in used
-        monkeypatch.setattr(engine, "packed_sums", 4)
+        monkeypatch.setattr(engine, "packed_sums", 8)
         monkeypatch.setattr(check_mod, "PACKED_WIDTH", 127)
         assert packed == several == cells, params
     # equal EMD against the rows: D = sum over values of max(p - q, 0), exact
