@@ -231,7 +231,7 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
             groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells))
             if glob is None:
                 glob = s.table(eng.render("check_global.sql.j2", cells=cells)) if distribution_of is None else \
-                    s.table(f"SELECT {ident(sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(distribution_of)} GROUP BY 1")
+                    _distribution(s, distribution_of, sa)
         else:
             groups, glob = cells, None
             eng.execute(f"ALTER TABLE {ident(cells)} RENAME COLUMN _adb_cnt TO _adb_n")
@@ -304,6 +304,11 @@ def _group_coding(eng: Engine, s: Any, relation: str, qi: list[str],
     return coded, d
 
 
+def _distribution(s: Any, relation: str, sa: str) -> str:
+    """A table of ``relation``'s sensitive-value distribution (_adb_sa, _adb_cnt): Q, the whole table's."""
+    return s.table(f"SELECT {ident(sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(relation)} GROUP BY 1")
+
+
 def _sa_codes(eng: Engine, s: Any, relation: str, sa: str | None,
               models: list[Model]) -> tuple[str | None, str | None]:
     """(the whole table's distribution, the sensitive values' codes 0 ..) when the groups can be
@@ -312,7 +317,7 @@ def _sa_codes(eng: Engine, s: Any, relation: str, sa: str | None,
     to find the attribute has too many values; else (None, None)."""
     if not sa or not eng.group_bits or any(m.reads - {"n", "d"} for m in models):
         return None, None
-    glob = s.table(f"SELECT {ident(sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(relation)} GROUP BY 1")
+    glob = _distribution(s, relation, sa)
     if eng.scalar(f"SELECT count(*) FROM {ident(glob)}") > eng.group_bits:
         return glob, None
     codes = s.table(f"SELECT _adb_sa, CAST(row_number() OVER (ORDER BY _adb_sa NULLS LAST) - 1 AS INTEGER) AS _adb_code "
@@ -341,7 +346,7 @@ def _packing(eng: Engine, s: Any, relation: str, sa: str | None, models: list[Mo
     if not sa or not eng.packed_sums or not all(m.by_distribution for m in models):
         return glob, None
     if glob is None:
-        glob = s.table(f"SELECT {ident(sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(relation)} GROUP BY 1")
+        glob = _distribution(s, relation, sa)
     bits = int(rows).bit_length()
     per = PACKED_WIDTH // bits
     sums = -(-eng.scalar(f"SELECT count(*) FROM {ident(glob)}") // per)
