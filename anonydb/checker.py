@@ -228,7 +228,8 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
                                        mask=(1 << packing.bits) - 1))
             groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells))
         elif sa:
-            groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells))
+            lean = not any(m.reads & {"mx", "clnc"} for m in models)
+            groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells, lean=lean))
             if glob is None:
                 glob = s.table(eng.render("check_global.sql.j2", cells=cells)) if distribution_of is None else \
                     _distribution(s, distribution_of, sa)

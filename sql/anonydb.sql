@@ -436,9 +436,8 @@ WITH dom AS (
            CAST(_adb_cq AS DOUBLE) / _adb_nq AS _adb_cqf
     FROM qc
 ), p AS (
-    SELECT r."_adb_key", r._adb_sa, r._adb_cnt, s._adb_n
+    SELECT r."_adb_key", r._adb_sa, r._adb_cnt, s._adb_n, s._adb_d
     FROM "_adb_cells" AS r JOIN "_adb_groups" AS s ON r."_adb_key" IS NOT DISTINCT FROM s."_adb_key"
-
 ), pc AS (
     SELECT p."_adb_key", p._adb_n, q._adb_nq, q._adb_psend, q._adb_i AS _adb_a, q._adb_ps AS _adb_psa,
            sum(p._adb_cnt) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _adb_c,
@@ -446,7 +445,8 @@ WITH dom AS (
            lead(q._adb_i) OVER w AS _adb_b0,
            lead(q._adb_ps) OVER w AS _adb_psb0
     FROM p JOIN qs AS q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
-    WINDOW w AS (PARTITION BY p."_adb_key" ORDER BY q._adb_i)
+WHERE p._adb_d > 1
+WINDOW w AS (PARTITION BY p."_adb_key" ORDER BY q._adb_i)
 ), seg AS (
     SELECT pc.*, coalesce(_adb_b0, tot._adb_m + 1) AS _adb_b, coalesce(_adb_psb0, _adb_psend) AS _adb_psb,
            tot._adb_m, CAST(_adb_c AS DOUBLE) / _adb_n AS _adb_cf
@@ -469,6 +469,12 @@ SELECT "_adb_key", _adb_n,
        CASE WHEN max(_adb_m) = 1 THEN 1 ELSE CAST(max(_adb_m) - 1 AS HUGEINT) * _adb_n * max(_adb_nq) END AS _adb_den
 FROM term
 GROUP BY "_adb_key", _adb_n
+UNION ALL
+SELECT p."_adb_key", p._adb_n,
+       CAST(p._adb_n AS HUGEINT) * (2 * q._adb_ps + CAST(tot._adb_m - q._adb_i + 1 AS HUGEINT) * q._adb_nq - q._adb_psend),
+       CASE WHEN tot._adb_m = 1 THEN 1 ELSE CAST(tot._adb_m - 1 AS HUGEINT) * p._adb_n * q._adb_nq END
+FROM p JOIN qs AS q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa CROSS JOIN tot
+WHERE p._adb_d = 1
 ) AS d
 )
 SELECT count(*) AS groups,

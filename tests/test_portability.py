@@ -26,6 +26,8 @@ CASES = [
     ("model_delta_disclosure.sql.j2", dict(keys=["_adb_gid"], cells="c", glob="q", total=100, domain=5, delta=1.5)),
     ("emd_equal.sql.j2", dict(keys=["_adb_gid"], qkeys=[], pcols=["_adb_gid"], p_rel="c", q_rel="q", sizes="g")),
     ("emd_ordered.sql.j2", dict(keys=["_adb_gid"], qkeys=[], pcols=["_adb_gid"], p_rel="c", q_rel="q", sizes=None, domain_rel="q")),
+    ("emd_ordered.sql.j2", dict(keys=["_adb_gid"], qkeys=[], pcols=["_adb_gid"], p_rel="c", q_rel="q", sizes="g", domain_rel="q",
+                                counted=True)),
     ("emd_ordered.sql.j2", dict(keys=["_adb_pid"], qkeys=["_adb_set", "_adb_sup"], pcols=["_adb_pid", "_adb_set", "_adb_sup"],
                                 p_rel="p", q_rel="s", sizes=None, domain_rel="q")),
     ("emd_hierarchical.sql.j2", dict(keys=["_adb_gid"], qkeys=[], pcols=["_adb_gid"], p_rel="c", q_rel="q", sizes="g", hier="h", height=3)),

@@ -274,6 +274,28 @@ def test_null_numeric_sa(tmp_path):
     assert pa.t_closeness(df, ["zip"], ["s"]) == pytest.approx(1 / 6)
 
 
+def test_ordered_emd_of_single_valued_groups(tmp_path):
+    """A group with one sensitive value takes its EMD from that value's rank alone (the ordered
+    plan skips the per-group segments for it): each group's EMD against the brute force, exactly,
+    with single-valued groups at the first, a middle and the last rank, NULL (ranked last) alone and
+    repeated, beside groups of two and three values and a group repeating one value."""
+    rows = ["A,1", "B,5", "C,", "D,3", "D,3", "E,1", "E,5", "E,", "F,3", "F,5", "G,", "G,", "H,9", "I,1", "I,9"]
+    p = write_csv(tmp_path, "zip,s\n" + "\n".join(rows) + "\n")
+    df = pd.read_csv(p)
+    e = anonydb.connect()
+    try:
+        v = adb(e, str(p), ["zip"], "s", t=0, distance="ordered", max_groups=None)["t-closeness"]
+    finally:
+        e.close()
+    g = groups(df, ["zip"], "s")
+    q = sum(g.values(), Counter())
+    want = {z: emd_ordered(c, q) for (z,), c in g.items()}
+    assert all(w > 0 for w in want.values())  # t = 0: every group violates and is listed
+    assert {x.key["zip"]: x.value for x in v.violations} == want
+    # by hand: Q = (3, 3, 3, 2, 4)/15 over 1, 3, 5, 9, NULL; {1}: (12 + 9 + 6 + 4)/15/4, {9}: (3 + 6 + 9 + 4)/15/4
+    assert want["A"] == Fraction(31, 60) and want["H"] == Fraction(11, 30)
+
+
 @pytest.mark.parametrize("m", [2, 3, 4, 6])
 def test_entropy_l_truncation(tmp_path, m):
     """entropy_l_diversity returns int(np.exp(1) ** H): for a group uniform over m values H = ln m

@@ -41,6 +41,7 @@ class AlphaKAnonymity(Model):
 
 class DeltaDisclosure(Model):
     by_distribution = True
+    reads = frozenset({"n", "d", "cells"})
     materialize = True
     name = "delta-disclosure"
     worst = "max"
