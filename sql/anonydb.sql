@@ -438,6 +438,7 @@ WITH dom AS (
 ), p AS (
     SELECT r."_adb_key", r._adb_sa, r._adb_cnt, s._adb_n, s._adb_d
     FROM "_adb_cells" AS r JOIN "_adb_groups" AS s ON r."_adb_key" IS NOT DISTINCT FROM s."_adb_key"
+
 ), pc AS (
     SELECT p."_adb_key", p._adb_n, q._adb_nq, q._adb_psend, q._adb_i AS _adb_a, q._adb_ps AS _adb_psa,
            sum(p._adb_cnt) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _adb_c,
