@@ -91,8 +91,6 @@ def _checks() -> list[Check]:
         extra = dict(domain_rel="_adb_glob") if distance == "ordered" else {}
         if distance == "hierarchical":
             extra = dict(hier="_adb_hier", height=SQL("(SELECT max(_adb_h) + 1 FROM _adb_hier)"))
-        if distance == "ordered":  # _adb_groups is check_groups: it counts the distinct values
-            extra["counted"] = True
         inner = r(f"emd_{distance}.sql.j2", **emd, **extra).sql
         plan = r("model_threshold.sql.j2", keys=KEYS, inner=inner, t_num=_num("t"), t_den=SCALE).sql
         out.append(Check(f"anonydb_check_t_{distance}", f"t-closeness ({distance} EMD)",

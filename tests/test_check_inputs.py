@@ -253,6 +253,7 @@ def test_groups_judged_by_their_count_vectors(engine, monkeypatch):
 
     cases = (dict(t=0.1), dict(t=0.1, distance="ordered"), dict(l=2, l_variant="entropy"), dict(alpha=0.3, k=2),
              dict(delta=0.5), dict(l=2, l_variant="recursive", c=1), dict(l=3, l_variant="probabilistic", k=6))
+    sums, width = engine.packed_sums, check_mod.PACKED_WIDTH
     for params in cases:
         packed, used = run(**params)
         assert "check_unpack.sql.j2" in used, params
@@ -263,8 +264,8 @@ def test_groups_judged_by_their_count_vectors(engine, monkeypatch):
         monkeypatch.setattr(engine, "packed_sums", 0)
         cells, used = run(**params)
         assert "check_unpack.sql.j2" not in used
-        monkeypatch.setattr(engine, "packed_sums", 8)
-        monkeypatch.setattr(check_mod, "PACKED_WIDTH", 127)
+        monkeypatch.setattr(engine, "packed_sums", sums)
+        monkeypatch.setattr(check_mod, "PACKED_WIDTH", width)
         assert packed == several == cells, params
     # equal EMD against the rows: D = sum over values of max(p - q, 0), exact
     report, _ = run(t=0.1)

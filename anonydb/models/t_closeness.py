@@ -87,23 +87,21 @@ def exact_type(ctx: GroupContext, distance: str, hier: tuple[str, int] | None) -
 
 
 def emd_sql(ctx: GroupContext, distance: str, p_rel: str, q_rel: str, keys: list[str], qkeys: list[str],
-            hier: tuple[str, int] | None = None, sizes: str | None = None, sized: bool = False,
-            counted: bool = False) -> Rendered:
+            hier: tuple[str, int] | None = None, sizes: str | None = None, sized: bool = False) -> Rendered:
     """The EMD plan for ``distance``: per group of p_rel, (keys..., _adb_n, _adb_num, _adb_den).
 
     p_rel(keys, qkeys, _adb_sa, _adb_cnt) names each group's reference distribution by qkeys in
     q_rel(qkeys, _adb_sa, _adb_cnt); qkeys = [] compares every group with the one reference.
-    ``sizes`` (keys, _adb_n) gives the group sizes when they are already known; ``sized``: p_rel
-    carries them in its own _adb_n column. ``counted``: ``sizes`` also holds each group's number of
-    distinct values _adb_d (check_groups.sql.j2), which lets the ordered plan judge single-valued
-    groups by their value alone.
+    ``sizes`` (keys, _adb_n, _adb_d: check_groups.sql.j2) gives the group sizes and numbers of
+    distinct values when they are already known (the ordered plan judges a single-valued group by
+    its value alone); ``sized``: p_rel carries the sizes in its own _adb_n column.
     """
     ctx_ = dict(keys=keys, qkeys=qkeys, pcols=keys + [q for q in qkeys if q not in keys], p_rel=p_rel,
                 q_rel=q_rel, sizes=sizes, sized=sized, exact=exact_type(ctx, distance, hier), sa_nulls=ctx.sa_nulls)
     if distance == "equal":
         return ctx.engine.render("emd_equal.sql.j2", **ctx_)
     if distance == "ordered":
-        return ctx.engine.render("emd_ordered.sql.j2", domain_rel=ctx.glob, counted=counted, **ctx_)
+        return ctx.engine.render("emd_ordered.sql.j2", domain_rel=ctx.glob, **ctx_)
     if distance == "hierarchical":
         assert hier is not None
         return ctx.engine.render("emd_hierarchical.sql.j2", hier=hier[0], height=hier[1], **ctx_)
@@ -145,8 +143,7 @@ class TCloseness(Model):
         q_rel = ctx.glob
         if self.reference == "uniform":
             q_rel = ctx.scratch.table(f"SELECT _adb_sa, 1 AS _adb_cnt FROM {ident(ctx.glob)}")
-        emd = emd_sql(ctx, self.distance, ctx.cells, q_rel, ctx.keys, [], self._hier, sizes=ctx.groups,
-                      counted=True)
+        emd = emd_sql(ctx, self.distance, ctx.cells, q_rel, ctx.keys, [], self._hier, sizes=ctx.groups)
         return ctx.engine.render("model_threshold.sql.j2", keys=ctx.keys, inner=emd.sql,
                                  t_num=self.tf.numerator, t_den=self.tf.denominator)
 
