@@ -356,8 +356,9 @@ class _Partitioner:
         alone first (most buckets that hold, hold on it; 100k rows: 50k tuple-cuts in round 2
         instead of 350k), then the further ones of the buckets whose cut failed. Judging all at
         once when they are few spares a split and a check a round (Adult: 23 -> 12 checks).
-        Returns the cuts taken (rid, parent, bid) and (parent, nxt): the attempt its bucket makes
-        next should its cut be taken back."""
+        Returns the cuts taken (a relation: rid, parent, bid, r; the attempt's own table when the
+        round made one) and SQL for (parent, nxt): the attempt its bucket makes next should its
+        cut be taken back."""
         eng, s = self.eng, self.s
         held: list[str] = []
         failing, lo, sub = None, 0, state
@@ -379,8 +380,8 @@ class _Partitioner:
         union = " UNION ALL ".join(f"SELECT * FROM {ident(h)}" for h in held) or (
             "SELECT CAST(NULL AS BIGINT) AS rid, CAST(NULL AS BIGINT) AS parent, CAST(NULL AS BIGINT) AS bid, "
             "0 AS r WHERE FALSE")
-        return (s.put("prop", f"SELECT rid, parent, bid FROM ({union}) AS u"),
-                s.put("next", f"SELECT DISTINCT parent, r AS nxt FROM ({union}) AS u"))
+        prop = held[0] if len(held) == 1 else s.put("prop", union)
+        return prop, f"SELECT DISTINCT parent, r AS nxt FROM ({union}) AS u"
 
     def run(self, progress) -> int:
         eng, s = self.eng, self.s
@@ -395,13 +396,16 @@ class _Partitioner:
             taken_back: set[int] = set()
             applied = None  # the tuples with the accepted cuts applied: the next round's tuples
             while True:
-                rej = "" if not taken_back else f" WHERE parent NOT IN ({', '.join(map(str, sorted(taken_back)))})"
-                acc = s.put("acc", f"SELECT * FROM {ident(prop)}{rej}")
-                if not eng.scalar(f"SELECT count(*) FROM {ident(acc)}"):
+                acc = prop if not taken_back else s.put(
+                    "acc", f"SELECT * FROM {ident(prop)} WHERE parent NOT IN ({', '.join(map(str, sorted(taken_back)))})")
+                n_acc, n_cut = eng.fetch_rows(f"SELECT count(*), count(DISTINCT parent) FROM {ident(acc)}")[1][0]
+                if not n_acc:
                     applied = None
                     break
                 applied = s.put("tup_next", f"SELECT t.* REPLACE (coalesce(a.bid, t.bid) AS bid) "
                                             f"FROM {ident(self.tup)} AS t LEFT JOIN {ident(acc)} AS a ON a.rid = t.rid")
+                if n_cut == 1:  # one cut, which held alone: that check judged this very slicing
+                    break
                 changed = s.put("changed", f"SELECT DISTINCT bid, parent FROM {ident(acc)}")
                 culprits = [r[0] for r in eng.fetch_rows(
                     self.model.plan(eng, ident(applied), self.chain(applied), ident(applied), mode="culprits",
@@ -414,10 +418,10 @@ class _Partitioner:
             # buckets whose cut was taken back, with dimensions left
             if applied is not None:
                 self.tup, self.s.slots["tup"], self.s.slots["tup_next"] = applied, applied, self.tup
-            rej_list = ", ".join(map(str, sorted(taken_back))) or "NULL"
-            state = s.put("state", f"SELECT DISTINCT bid, 0 AS attempt FROM {ident(acc)} "
-                                   f"UNION ALL SELECT parent, nxt FROM {ident(nxt)} "
-                                   f"WHERE parent IN ({rej_list}) AND nxt < {self.tries}")
+            retry = "" if not taken_back else (  # the buckets whose cut was taken back: their next attempt
+                f" UNION ALL SELECT parent, nxt FROM ({nxt}) AS x "
+                f"WHERE parent IN ({', '.join(map(str, sorted(taken_back)))}) AND nxt < {self.tries}")
+            state = s.put("state", f"SELECT DISTINCT bid, 0 AS attempt FROM {ident(acc)}{retry}")
             if progress:
                 progress({"round": rounds, "open": eng.scalar(f"SELECT count(*) FROM {ident(state)}"),
                           "checks": self.checks})

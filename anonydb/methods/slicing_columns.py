@@ -31,13 +31,13 @@ def phi2_matrix(eng: Engine, relation: str, attrs: Sequence[str], bins: int | No
     if m < 2:
         return out
     types = dict(eng.columns(relation))
-    spec = []
-    distinct = eng.fetch_rows("SELECT " + ", ".join(f"count(DISTINCT {_q(a)})" for a in attrs)
-                              + f" FROM {_q(relation)}")[1][0]
-    for a, nd in zip(attrs, distinct):
-        coord = coordinate(types[a], _q(a))
-        use_bins = bool(bins) and coord is not None and nd > bins
-        spec.append({"name": a, "bins": int(bins) if use_bins else 0, "coord": coord})
+    coords = {a: coordinate(types[a], _q(a)) for a in attrs}
+    # a numeric or date attribute is binned when it has more distinct values than bins
+    numeric = [a for a in attrs if coords[a] is not None] if bins else []
+    distinct = dict(zip(numeric, eng.fetch_rows("SELECT " + ", ".join(f"count(DISTINCT {_q(a)})" for a in numeric)
+                                                + f" FROM {_q(relation)}")[1][0])) if numeric else {}
+    spec = [{"name": a, "bins": int(bins) if bins and distinct.get(a, 0) > bins else 0, "coord": coords[a]}
+            for a in attrs]
     pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
     for i, j, v in eng.fetch_rows(eng.render("slicing_phi2.sql.j2", rel=relation, attrs=spec, pairs=pairs))[1]:
         out[i][j] = out[j][i] = float(v)
