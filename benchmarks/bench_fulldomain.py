@@ -98,18 +98,11 @@ def _row(eng, hier, params, qi, sa, supp, repeat, profile=False) -> None:
           f"{r.checked} / {r.lattice} | {[r.levels[q] for q in qi]} | {r.metrics['dm']:,} | {r.suppressed} | {r.classes} | "
           f"{r.metrics['loss']:.4f} | {len(r.minimal)} |", flush=True)
     if profile:
-        sums: dict[str, list] = {}
-        for x in eng.log[mark:]:
-            key = x.template or " ".join(x.sql.split()[:3])
-            sums.setdefault(key, [0, 0.0])
-            sums[key][0] += 1
-            sums[key][1] += x.seconds
-        logged = sum(v[1] for v in sums.values())
-        print(f"#   last run {took[-1] * 1000:.1f} ms (search {search[-1] * 1000:.1f}): statements {logged * 1000:.1f} ms, "
-              f"Python {(took[-1] - logged) * 1000:.1f} ms")
-        for key, (n, sec) in sorted(sums.items(), key=lambda kv: -kv[1][1]):
-            print(f"#   {sec * 1000:8.1f} ms {n:3d}x {key}")
+        from statement_log import account
 
+        lines = account(eng.log[mark:], took[-1], indent="#   ")
+        print(f"#   last run (search {search[-1] * 1000:.1f} ms): {lines[0]}")
+        print("\n".join(lines[1:]))
 
 def _add_noise(eng, table: str, qis: list[str], p: float) -> None:
     """Replace each QI value, with probability ``p``, by the same column's value in another row

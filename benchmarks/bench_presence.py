@@ -36,6 +36,8 @@ QI = ["age", "sex", "race", "marital-status", "education", "native-country", "wo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--profile", action="store_true",
+                    help="account for the last SPALM call's whole wall by template, then stop")
     args = ap.parse_args()
     a = adult_dir()
     eng = anonydb.connect()
@@ -53,8 +55,14 @@ def main() -> None:
         rows.append((label, statistics.median(runs), runs, r))
 
     timed("check raw T against P (8 QIs)", lambda: check_presence("t", "p", QI, delta="0.05,0.15", engine=eng))
-    timed("full-domain optimum (SPALM-like), DM", lambda: presence_anonymize(
-        "t", "p", QI, delta="0.05,0.15", out="fd", engine=eng, hierarchies=hs, replace=True))
+    spalm = lambda: presence_anonymize("t", "p", QI, delta="0.05,0.15", out="fd", engine=eng, hierarchies=hs,
+                                       replace=True)
+    timed("full-domain optimum (SPALM-like), DM", spalm)
+    if args.profile:  # one more call, its statements logged
+        mark, t = len(eng.log), time.perf_counter()
+        spalm()
+        _profile(eng.log[mark:], time.perf_counter() - t, rows[-1][1])
+        return
     timed("Mondrian (MPALM-like)", lambda: presence_anonymize(
         "t", "p", QI, delta="0.05,0.15", out="md", engine=eng, method="mondrian", hierarchies=hs, replace=True))
     from anonydb.methods.presence import confident_presence
@@ -86,6 +94,14 @@ def main() -> None:
             res = (f"{r.classes} classes, presence [{float(r.achieved[0]):.4f}, {float(r.achieved[1]):.4f}]{lv}")
         print(f"| {label} | {med:.3f} | {', '.join(f'{x:.3f}' for x in runs)} | {res} |")
 
+
+def _profile(log, wall: float, median: float) -> None:
+    """One SPALM call's wall accounted for by template (benchmarks/statement_log.py)."""
+    from statement_log import account
+
+    lines = account(log, wall)
+    print(f"SPALM (0.05, 0.15), one profiled call (the timed runs' median {median * 1000:.1f} ms): {lines[0]}")
+    print("\n".join(lines[1:]))
 
 if __name__ == "__main__":
     main()

@@ -90,11 +90,36 @@ def cmd_scale_one(args) -> None:
 
     eng = anonydb.connect()
     synthetic_census(eng, "census", rows=args.one, seed=1)
+    eng.log.clear()
     t = time.perf_counter()
     r = slicing("census", CENSUS_QIS, "occupation", l=5, columns=3, out="sliced", engine=eng)
-    print(json.dumps({"rows": args.one, "seconds": time.perf_counter() - t, "buckets": r.buckets, "rounds": r.rounds,
+    wall = time.perf_counter() - t
+    if args.profile:
+        _profile(eng.log, wall, r.rounds)
+    print(json.dumps({"rows": args.one, "seconds": wall, "buckets": r.buckets, "rounds": r.rounds,
                       "holds": r.verdict.holds}))
 
+
+def _profile(log, wall: float, rounds: int) -> None:
+    """The whole wall of one slicing call accounted for (benchmarks/statement_log.py): statements by
+    template, the diversity checks by mode, untemplated statements by kind, and Python. The last
+    'worst' check is the final verification: one pass of the exact check over every tuple and every
+    bucket it matches."""
+    from statement_log import account
+
+    def key(x) -> str:
+        if x.template == "slicing_diversity.sql.j2":
+            return "check: " + ("combined (culprits)" if "pm AS" in x.sql else "single cuts" if "lm AS" in x.sql
+                                else "whole table (worst)")
+        if x.template:
+            return x.template
+        words = x.sql.split()
+        return "small statements: " + (" ".join(words[:3]) if words[0] == "CREATE" else words[0])
+    print("profile: " + "\n".join(account(log, wall, key)))
+    worst = [x.seconds for x in log if key(x) == "check: whole table (worst)"]
+    if worst:
+        print(f"the final verification (one exact pass over every tuple's matching buckets): {worst[-1]:.2f} s; "
+              f"x {rounds} rounds = {worst[-1] * rounds:.1f} s")
 
 def cmd_scale(args) -> None:
     res = []
@@ -224,6 +249,7 @@ def main() -> None:
     s.add_argument("--rows", type=int, nargs="+", default=[1000, 10000, 30000, 100000])
     o = sub.add_parser("scale-one")
     o.add_argument("--one", type=int, required=True)
+    o.add_argument("--profile", action="store_true", help="account for the whole wall by template")
     p = sub.add_parser("peer")
     p.add_argument("--rows", type=int, nargs="+", default=[300, 1000])
     q = sub.add_parser("pairs")
