@@ -104,6 +104,7 @@ def _row(eng, hier, params, qi, sa, supp, repeat, profile=False) -> None:
         print(f"#   last run (search {search[-1] * 1000:.1f} ms): {lines[0]}")
         print("\n".join(lines[1:]))
 
+
 def _add_noise(eng, table: str, qis: list[str], p: float) -> None:
     """Replace each QI value, with probability ``p``, by the same column's value in another row
     (a hash-ordered shuffle of the column; deterministic)."""

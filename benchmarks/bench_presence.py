@@ -103,5 +103,6 @@ def _profile(log, wall: float, median: float) -> None:
     print(f"SPALM (0.05, 0.15), one profiled call (the timed runs' median {median * 1000:.1f} ms): {lines[0]}")
     print("\n".join(lines[1:]))
 
+
 if __name__ == "__main__":
     main()

@@ -121,6 +121,7 @@ def _profile(log, wall: float, rounds: int) -> None:
         print(f"the final verification (one exact pass over every tuple's matching buckets): {worst[-1]:.2f} s; "
               f"x {rounds} rounds = {worst[-1] * rounds:.1f} s")
 
+
 def cmd_scale(args) -> None:
     res = []
     for n in args.rows:
