@@ -16,15 +16,18 @@ exits 2.
 
 ``--floors``: in the same process, after each pair of runs, the least work any plan must do on
 these rows, each a bare statement (issue 29: is the target out of reach on this machine?):
-the set-up (the QIs read once and written as integer codes through per-QI dictionaries built
-before the clock); per level, the histogram of every partition over its own cut
-dimension (a lookup of the partition's dimension) and the relabel of its rows (a lookup of the
-partition's cut and first child), counted for the rows anonydb actually cut (the sum over rounds
-of the rows cut, from a level-wise run before the clock); the release (source rows joined with
-their class's labels, written in keyed-hash order); the verification (GROUP BY the published
-columns). Their sum is compared with the time the target allows (the peer's median / the
-target ratio). Also the one-statement round at its leanest (k only, the widest dimension only,
-no verdict templates), a floor for the recursive plan's rounds.
+the dictionaries (each categorical QI's distinct values coded by rank); the set-up (the QIs read
+once and written as integer codes through those dictionaries); per level, the histogram of every
+partition over its own cut dimension (a lookup of the partition's dimension) and the relabel of
+its rows (a lookup of the partition's cut and first child), counted for the rows anonydb actually
+cut (the sum over rounds of the rows cut, from a level-wise run before the clock); the labels
+(each class's lowest and highest value per QI, from its rows' codes); the release (source rows
+joined with their class's labels, written in keyed-hash order); the verification (GROUP BY the
+published columns). Their sum is compared with the time the target allows (the peer's median /
+the target ratio). Also the rounds as one recursive statement at their leanest: k only and the
+widest dimension only (not the peer's algorithm); and every dimension tried in width order, the
+algorithm both Mondrians run, on the rows and on the distinct QI tuples with their counts; the
+sum with the faster of these two is the floor of the algorithm both run.
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ def main(argv=None) -> int:
     sel = ", ".join(ident(q) if q in num else f"dense_rank() OVER (ORDER BY {ident(q)}) - 1" for q in qis)
     data = [list(r) for r in e.con.execute(f"SELECT {sel}, {ident(sa)} FROM t").fetchall()]
     ours, theirs, res, peer_ncp = [], [], None, None
-    floors = _Floors(e, qis, sa, ids) if a.floors else None
+    floors = _Floors(e, qis, sa, ids, num) if a.floors else None
     for i in range(a.repeat):  # alternate, so both see the same machine load
         t0 = time.perf_counter()
         res = anonymize("t", qis, sa, out="rel", engine=e, k=10, categorical="order", identifiers=ids, replace=True)
@@ -103,7 +106,7 @@ def main(argv=None) -> int:
 class _Floors:
     """The floors of Mondrian's steps on the benchmark's own rows (see the module's docstring)."""
 
-    def __init__(self, e, qis, sa, ids):
+    def __init__(self, e, qis, sa, ids, num=()):
         self.e, self.qis, self.sa = e, qis, sa
         rows = e.scalar("SELECT count(*) FROM t")
         cut = []  # rows cut per round, from a level-wise run (its progress reports each round)
@@ -146,8 +149,15 @@ class _Floors:
             "verify": ("verification: GROUP BY the published columns",
                        f"SELECT count(*), min(n) FROM (SELECT count(*) AS n FROM rel GROUP BY {published})"),
             "lean": ("one-statement rounds at their leanest (k only, widest dimension only)", self._lean()),
+            "dicts": ("dictionaries: each categorical QI's distinct values coded by rank, a statement each", [
+                f"CREATE OR REPLACE TABLE _fdx{i} AS SELECT v, CAST(row_number() OVER (ORDER BY v) - 1 AS INTEGER) AS c "
+                f"FROM (SELECT DISTINCT {ident(q)} AS v FROM t)" for i, q in enumerate(qis) if q not in num]),
+            "lean_all": ("one-statement rounds at their leanest, every dimension tried in width order", self._lean_all()),
+            "lean_all_w": ("the same on the distinct QI tuples with their counts", self._lean_all(weighted=True)),
+            "labels": ("labels: each class's [lowest, highest] value per QI, from its rows' codes", self._labels()),
         }
         self.runs: dict[str, list[float]] = {k: [] for k in self.steps}
+        self.found: dict[str, tuple] = {}
 
     def _lean(self) -> str:
         """Every round in one recursive statement with nothing but what k-anonymity's strict cut
@@ -183,27 +193,93 @@ WITH RECURSIVE r USING KEY (rid) AS (
    SELECT w.*, lv.l, TRUE FROM o AS w CROSS JOIN lv WHERE w.pid NOT IN (SELECT pid FROM ok))
 ) SELECT count(DISTINCT pid), max(lvl), count(*) FROM r"""
 
+    def _lean_all(self, weighted: bool = False) -> str:
+        """Every round in one recursive statement doing what both Mondrians do (the peer included):
+        each open partition's size and spans; every dimension of nonzero span ranked by span (ties
+        by position); each one's histogram, median and halves; the narrowest-ranked cut with both
+        halves >= k taken, its children numbered in partition order; no verdict templates.
+        ``weighted``: the rounds run on the distinct QI tuples with their counts (strict cuts never
+        separate equal tuples), grouped inside the statement."""
+        d, k = len(self.qis), 10
+        rng = self.e.fetch_rows("SELECT " + ", ".join(f"greatest(max(c{i}) - min(c{i}), 1)" for i in range(d)) + " FROM _fw")[1][0]
+        span = ", ".join(f"(max(c{i}) - min(c{i})) / {r}.0 AS s{i}" for i, r in enumerate(rng))
+        rank = {i: " + ".join(f"CAST(s{j} {'>=' if j < i else '>'} s{i} AS INTEGER)" for j in range(d) if j != i) for i in range(d)}
+        cand = " UNION ALL ".join(f"SELECT pid, n, {i} AS dim, {rank[i]} AS rk FROM st WHERE s{i} > 0" for i in range(d))
+        codes = ", ".join(f"c{i}" for i in range(d))
+        size, cnt = ("sum(wt)", "sum(w.wt)") if weighted else ("count(*)", "count(*)")
+        src = f"(SELECT min(rid) AS rid, count(*) AS wt, {codes} FROM _fw0 GROUP BY ALL)" if weighted else "_fw0"
+        wt = "wt, " if weighted else ""
+        wwt = "w.wt, " if weighted else ""
+        v_nb = self.v.replace("k.dim", "nb.dim")
+        return f"""
+WITH RECURSIVE r USING KEY (rid) AS (
+  SELECT rid, {wt}CAST(0 AS BIGINT) AS pid, {codes}, 0 AS lvl, CAST(1 AS BIGINT) AS nxt, FALSE AS done FROM {src}
+  UNION ALL
+  (WITH o AS (SELECT * EXCLUDE (lvl, nxt, done) FROM r WHERE NOT done),
+   lv AS (SELECT max(lvl) + 1 AS l, max(nxt) AS b FROM r),
+   st AS (SELECT pid, {size} AS n, {span} FROM o GROUP BY pid HAVING {size} >= {2 * k}),
+   k AS ({cand}),
+   h AS (SELECT w.pid, k.dim, k.n, {self.v} AS v, {cnt} AS c FROM o AS w JOIN k ON k.pid = w.pid GROUP BY ALL),
+   cu AS (SELECT pid, dim, n, v, sum(c) OVER (PARTITION BY pid, dim ORDER BY v) AS cum FROM h),
+   m0 AS (SELECT pid, dim, min(v) FILTER (WHERE 2 * cum >= n) AS m1, max(v) AS vmax, max(n) AS n FROM cu GROUP BY pid, dim),
+   m AS (SELECT cu.pid, cu.dim, max(m0.n) AS n,
+                CASE WHEN max(m0.m1) = max(m0.vmax) THEN max(cu.v) FILTER (WHERE cu.v < m0.vmax) ELSE max(m0.m1) END AS m,
+                CASE WHEN max(m0.m1) = max(m0.vmax) THEN max(cu.cum) FILTER (WHERE cu.v < m0.vmax)
+                     ELSE min(cu.cum) FILTER (WHERE 2 * cu.cum >= cu.n) END AS left_n
+         FROM cu JOIN m0 ON m0.pid = cu.pid AND m0.dim = cu.dim GROUP BY cu.pid, cu.dim),
+   ok AS (SELECT k.pid, arg_min(k.dim, k.rk) AS dim, arg_min(m.m, k.rk) AS m FROM k JOIN m ON m.pid = k.pid AND m.dim = k.dim
+          WHERE m.left_n >= {k} AND m.n - m.left_n >= {k} GROUP BY k.pid),
+   nb AS (SELECT pid, dim, m, lv.b + 2 * (row_number() OVER (ORDER BY pid) - 1) AS new0 FROM ok CROSS JOIN lv)
+   SELECT w.rid, {wwt}nb.new0 + CAST({v_nb} > nb.m AS BIGINT), {self.cols}, lv.l, lv.b + 2 * (SELECT count(*) FROM ok), FALSE
+   FROM o AS w JOIN nb ON nb.pid = w.pid CROSS JOIN lv
+   UNION ALL
+   SELECT w.*, lv.l, 0, TRUE FROM o AS w CROSS JOIN lv WHERE w.pid NOT IN (SELECT pid FROM ok))
+) SELECT count(DISTINCT pid), max(lvl), {'sum(wt)' if weighted else 'count(*)'} FROM r"""
+
+    def _labels(self) -> str:
+        """Per class (a class per row's hash, as many as the release's), each QI's lowest and
+        highest code and their values, formatted as one label, a string per QI."""
+        d = len(self.qis)
+        lohi = ", ".join(f"min(c{i}) AS lo{i}, max(c{i}) AS hi{i}" for i in range(d))
+        lab = ", ".join(f"CASE WHEN g.lo{i} = g.hi{i} THEN CAST(l{i}.v AS VARCHAR) ELSE '[' || CAST(l{i}.v AS VARCHAR) || ', ' "
+                        f"|| CAST(h{i}.v AS VARCHAR) || ']' END AS q{i}" for i in range(d))
+        joins = " ".join(f"JOIN _fd{i} AS l{i} ON l{i}.c = g.lo{i} JOIN _fd{i} AS h{i} ON h{i}.c = g.hi{i}" for i in range(d))
+        return (f"CREATE OR REPLACE TABLE _flabx AS SELECT g.cls, {lab} FROM (SELECT CAST(hash(rid) % {self.classes} AS BIGINT) "
+                f"AS cls, {lohi} FROM _fw0 GROUP BY 1) AS g {joins}")
+
     def measure(self) -> None:
         for key, (_, sql) in self.steps.items():
             t0 = time.perf_counter()
-            self.e.fetch_rows(sql) if sql.lstrip().startswith(("SELECT", "WITH")) else self.e.execute(sql)
+            for x in [sql] if isinstance(sql, str) else sql:
+                got = self.e.fetch_rows(x)[1][0] if x.lstrip().startswith(("SELECT", "WITH")) else self.e.execute(x)
             self.runs[key].append(time.perf_counter() - t0)
+            if key.startswith("lean"):  # (partitions, rounds, rows): what the rounds' floors found
+                self.found[key] = got
 
     def report(self, allowed: float, target: float) -> None:
         med = {k: statistics.median(v) for k, v in self.runs.items()}
         per_pass = med["hist"] + med["relabel"]
         rounds = self.passes * per_pass
-        rest = med["setup"] + med["release"] + med["verify"]  # what every plan pays beside its rounds
+        rest = med["setup"] + med["dicts"] + med["labels"] + med["release"] + med["verify"]  # what every plan pays beside its rounds
         total = rest + rounds
         print(f"floors ({self.rows} rows; a level-wise run: {self.rounds} rounds, {self.classes} classes, "
               f"the rows cut add up to {self.passes:.2f} passes over the table):")
         for k, (label, _) in self.steps.items():
-            print(f"  {label}: median {med[k]:.4f} s ({', '.join(f'{x:.4f}' for x in self.runs[k])})")
+            found = f" [{self.found[k][0]} classes, {self.found[k][1]} rounds]" if k in self.found else ""
+            print(f"  {label}: median {med[k]:.4f} s ({', '.join(f'{x:.4f}' for x in self.runs[k])}){found}")
         print(f"  rounds: {self.passes:.2f} passes x {per_pass:.4f} s = {rounds:.3f} s")
-        print(f"  sum of the floors (set-up + rounds + release + verification): {total:.3f} s; "
+        print(f"  sum of the floors (set-up + dictionaries + rounds + labels + release + verification): {total:.3f} s; "
               f"the target ({target:g}x the peer) allows {allowed:.3f} s: "
               + ("out of reach" if total >= allowed else f"{allowed - total:.3f} s left for everything else"))
         print(f"  with the leanest one-statement rounds instead: {rest + med['lean']:.3f} s")
+        every = min(med["lean_all"], med["lean_all_w"])
+        both = rest + every
+        print(f"  the algorithm both run (every dimension tried in width order), each step at its floor: set-up + "
+              f"dictionaries + rounds ({'distinct tuples' if med['lean_all_w'] < med['lean_all'] else 'rows'}) + labels + release + "
+              f"verification = {med['setup']:.3f} + {med['dicts']:.3f} + {every:.3f} + {med['labels']:.3f} + "
+              f"{med['release']:.3f} + {med['verify']:.3f} = {both:.3f} s; allowed {allowed:.3f} s: "
+              + (f"out of reach (the floors alone are {both / allowed:.2f}x what the target allows)" if both >= allowed
+                 else f"{allowed - both:.3f} s left for everything else"))
 
 
 if __name__ == "__main__":
