@@ -180,7 +180,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             planner.bind_members(hierarchies, kinds)
             rows, rounds, tree = planner.run(progress, plan)
             stage = pub.stage()
-            boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, columns.published, stage, order,
+            boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, columns.published, stage, order, relaxed,
                                          joined=bool(planner.bt))
             released, n_classes = eng.fetch_rows(f"SELECT count(*), count(DISTINCT eq_class) FROM {ident(stage)}")[1][0]
             if released != total:  # every input row appears exactly once
@@ -683,7 +683,7 @@ class _Planner:
 
 
 # ------------------------------------------------------------------------------------------------
-def _materialize(eng, s, base, rid, rows, qis, hq, published, stage, order, joined=False) -> tuple[str, str | None]:
+def _materialize(eng, s, base, rid, rows, qis, hq, published, stage, order, relaxed, joined=False) -> tuple[str, str | None]:
     """The release: generalized QIs (each under its own name: a label; numeric and date QIs also as
     <name>_lo / <name>_hi), eq_class, the sensitive and kept columns unchanged, rows in the order of
     ``order`` (a keyed hash). Boxes and labels are built once per class from the final rows' codes
@@ -701,7 +701,7 @@ def _materialize(eng, s, base, rid, rows, qis, hq, published, stage, order, join
     for q in qis:
         if q.kind in ("numeric", "date") and q.values is None:
             q.values = s.table(eng.render("mondrian_values.sql.j2", q=q, base=base))
-    boxes = s.table(eng.render("mondrian_boxes.sql.j2", rows=rows, qis=qis, hq=hq))
+    boxes = s.table(eng.render("mondrian_boxes.sql.j2", rows=rows, qis=qis, hq=hq, relaxed=relaxed))
     qcol = {q.column: i for i, q in enumerate(qis)}
     eng.execute(eng.render("mondrian_release.sql.j2", stage=stage, base=base, rid=rid, rows=rows, boxes=boxes,
                            qis=qis, qcol=qcol, keep=published, key=order.key))
