@@ -493,15 +493,39 @@ class _Planner:
         keys = ["_adb_pid", "_adb_dim", "_adb_side"]
         groups_sql = self.eng.render("check_groups.sql.j2", keys=keys, cells="_adb_split").sql if self.sa else None
         ok = self.judge("_adb_split", keys, groups="_adb_groups" if self.sa else "_adb_split", inline=True)
-        self.assign = self.s.table(self.render("mondrian_recursive.sql.j2", work=self.work, ok=ok,
-                                               groups_sql=groups_sql, try_all_dims=self.try_all_dims,
-                                               from_rows=self.relaxed and bool(self.sa), with_qid=False,
-                                               rows_out=True))
+        work, tuples = self.work, self._tuples()
+        assign = self.s.table(self.render("mondrian_recursive.sql.j2", work=tuples or work, ok=ok,
+                                          groups_sql=groups_sql, try_all_dims=self.try_all_dims,
+                                          from_rows=self.relaxed and bool(self.sa), with_qid=False,
+                                          rows_out=True, weighted=bool(tuples)))
         rounds, classes = self.eng.fetch_rows(f"SELECT max(_adb_lvl), count(DISTINCT _adb_pid) "
-                                              f"FROM {ident(self.assign)}")[1][0]
+                                              f"FROM {ident(assign)}")[1][0]
+        if tuples:  # every row takes its tuple's partition
+            cols = self.row_columns().split(", ")[2:]
+            on = " AND ".join(f"w.{c} IS NOT DISTINCT FROM a.{c}" for c in cols)
+            assign = self.s.table(f"SELECT w._adb_rid, a._adb_pid, a._adb_lvl, {', '.join('w.' + c for c in cols)} "
+                                  f"FROM {ident(work)} AS w JOIN {ident(assign)} AS a ON {on}")
+        self.assign = assign
         if progress:
             progress({"round": int(rounds), "open": 0, "final": int(classes), "rows_open": 0})
         return self.assign, int(rounds), None
+
+    def _tuples(self) -> str | None:
+        """The work table's distinct (codes, sensitive value) tuples with their row counts _adb_wt,
+        for the one-statement plan to cut instead of the rows, or None. Strict and hierarchical
+        cuts never separate equal tuples (a row's side depends on its codes alone), so the
+        partitions are the same; relaxed cuts split tied rows by row id. Kept when the tuples are
+        at most 90% of the rows (Adult's 8 QIs: 18,109 tuples of 30,162 rows; the rounds 0.26 ->
+        0.22 s, and 9 ms to give the rows their tuple's partition)."""
+        if self.relaxed:
+            return None
+        cols = ", ".join(self.row_columns().split(", ")[2:])
+        tuples = self.s.table(f"SELECT min(_adb_rid) AS _adb_rid, _adb_pid, {cols}, CAST(count(*) AS BIGINT) AS _adb_wt "
+                              f"FROM {ident(self.work)} GROUP BY _adb_pid, {cols}")
+        if self.eng.scalar(f"SELECT count(*) FROM {ident(tuples)}") * 10 > self.total * 9:
+            self.s.drop(tuples)
+            return None
+        return tuples
 
     def _run_levelwise(self, progress=None) -> tuple[str, int, str]:
         """One round at a time: Python loops over rounds, each a few statements."""
