@@ -148,75 +148,42 @@ class _Floors:
                         f"ORDER BY md5_number(CAST(b.rowid AS VARCHAR) || 'a-secret-key-of-24-chars'), b.rowid"),
             "verify": ("verification: GROUP BY the published columns",
                        f"SELECT count(*), min(n) FROM (SELECT count(*) AS n FROM rel GROUP BY {published})"),
-            "lean": ("one-statement rounds at their leanest (k only, widest dimension only)", self._lean()),
+            "lean": ("one-statement rounds at their leanest (k only, widest dimension only)", self._rounds()),
             "dicts": ("dictionaries: each categorical QI's distinct values coded by rank, a statement each", [
                 f"CREATE OR REPLACE TABLE _fdx{i} AS SELECT v, CAST(row_number() OVER (ORDER BY v) - 1 AS INTEGER) AS c "
                 f"FROM (SELECT DISTINCT {ident(q)} AS v FROM t)" for i, q in enumerate(qis) if q not in num]),
-            "lean_all": ("one-statement rounds at their leanest, every dimension tried in width order", self._lean_all()),
-            "lean_all_w": ("the same on the distinct QI tuples with their counts", self._lean_all(weighted=True)),
+            "lean_all": ("one-statement rounds at their leanest, every dimension tried in width order", self._rounds(every=True)),
+            "lean_all_w": ("the same on the distinct QI tuples with their counts", self._rounds(every=True, weighted=True)),
             "labels": ("labels: each class's [lowest, highest] value per QI, from its rows' codes", self._labels()),
         }
         self.runs: dict[str, list[float]] = {k: [] for k in self.steps}
         self.found: dict[str, tuple] = {}
 
-    def _lean(self) -> str:
+    def _rounds(self, every: bool = False, weighted: bool = False) -> str:
         """Every round in one recursive statement with nothing but what k-anonymity's strict cut
-        needs: each open partition's size and spans, its widest dimension, that dimension's
-        histogram and median, both halves >= k, the rows relabelled; no second dimension, no
-        verdict templates, no class numbering (a lower bound on the recursive plan's rounds)."""
-        d, k = len(self.qis), 10
-        rng = self.e.fetch_rows("SELECT " + ", ".join(f"greatest(max(c{i}) - min(c{i}), 1)" for i in range(d)) + " FROM _fw")[1][0]
-        span = ", ".join(f"(max(c{i}) - min(c{i})) / {r}.0 AS s{i}" for i, r in enumerate(rng))
-        v, cols = self.v, self.cols
-        every = ", ".join(f"s{j}" for j in range(d))
-        best = "CASE " + " ".join(f"WHEN s{i} >= greatest({every}) THEN {i}" for i in range(d)) + " END"
-        return f"""
-WITH RECURSIVE r USING KEY (rid) AS (
-  SELECT rid, CAST(0 AS BIGINT) AS pid, {', '.join(f'c{i}' for i in range(d))}, 0 AS lvl, FALSE AS done FROM _fw
-  UNION ALL
-  (WITH o AS (SELECT * EXCLUDE (lvl, done) FROM r WHERE NOT done),
-   lv AS (SELECT max(lvl) + 1 AS l FROM r),
-   st AS (SELECT pid, count(*) AS n, {span} FROM o GROUP BY pid HAVING count(*) >= {2 * k}),
-   k AS (SELECT pid, n, {best} AS dim FROM st),
-   h AS (SELECT w.pid, k.n, {v} AS v, count(*) AS c FROM o AS w JOIN k ON k.pid = w.pid GROUP BY ALL),
-   cu AS (SELECT pid, n, v, sum(c) OVER (PARTITION BY pid ORDER BY v) AS cum FROM h),
-   m0 AS (SELECT pid, min(v) FILTER (WHERE 2 * cum >= n) AS m1, max(v) AS vmax, max(n) AS n FROM cu GROUP BY pid),
-   m AS (SELECT cu.pid, max(m0.n) AS n,
-                CASE WHEN max(m0.m1) = max(m0.vmax) THEN max(cu.v) FILTER (WHERE cu.v < m0.vmax) ELSE max(m0.m1) END AS m,
-                CASE WHEN max(m0.m1) = max(m0.vmax) THEN max(cu.cum) FILTER (WHERE cu.v < m0.vmax)
-                     ELSE min(cu.cum) FILTER (WHERE 2 * cu.cum >= cu.n) END AS left_n
-         FROM cu JOIN m0 ON m0.pid = cu.pid GROUP BY cu.pid),
-   ok AS (SELECT k.pid, k.dim, m.m FROM k JOIN m ON m.pid = k.pid WHERE m.left_n >= {k} AND m.n - m.left_n >= {k})
-   SELECT w.rid, w.pid * 2 + CAST({v} > k.m AS BIGINT), {cols}, lv.l, FALSE
-   FROM o AS w JOIN ok AS k ON k.pid = w.pid CROSS JOIN lv
-   UNION ALL
-   SELECT w.*, lv.l, TRUE FROM o AS w CROSS JOIN lv WHERE w.pid NOT IN (SELECT pid FROM ok))
-) SELECT count(DISTINCT pid), max(lvl), count(*) FROM r"""
-
-    def _lean_all(self, weighted: bool = False) -> str:
-        """Every round in one recursive statement doing what both Mondrians do (the peer included):
-        each open partition's size and spans; every dimension of nonzero span ranked by span (ties
-        by position); each one's histogram, median and halves; the narrowest-ranked cut with both
-        halves >= k taken, its children numbered in partition order; no verdict templates.
-        ``weighted``: the rounds run on the distinct QI tuples with their counts (strict cuts never
-        separate equal tuples), grouped inside the statement."""
+        needs: each open partition's size and spans, its candidate dimensions (``every``: each of
+        nonzero span, ranked by span, ties by position, as both Mondrians try them; else the widest
+        only, not the peer's algorithm), their histograms and medians, the narrowest-ranked cut with
+        both halves >= k, the rows relabelled pid * 2 + side (unique among a level's open
+        partitions; a final partition is named by its level and id); no verdict templates, no class
+        numbering (a lower bound on the recursive plan's rounds). ``weighted``: on the distinct QI
+        tuples with their counts (strict cuts never separate equal tuples), grouped inside."""
         d, k = len(self.qis), 10
         rng = self.e.fetch_rows("SELECT " + ", ".join(f"greatest(max(c{i}) - min(c{i}), 1)" for i in range(d)) + " FROM _fw")[1][0]
         span = ", ".join(f"(max(c{i}) - min(c{i})) / {r}.0 AS s{i}" for i, r in enumerate(rng))
         rank = {i: " + ".join(f"CAST(s{j} {'>=' if j < i else '>'} s{i} AS INTEGER)" for j in range(d) if j != i) for i in range(d)}
-        cand = " UNION ALL ".join(f"SELECT pid, n, {i} AS dim, {rank[i]} AS rk FROM st WHERE s{i} > 0" for i in range(d))
+        cand = " UNION ALL ".join(f"SELECT pid, n, {i} AS dim, {rank[i]} AS rk FROM st WHERE s{i} > 0"
+                                  + ("" if every else f" AND {rank[i]} = 0") for i in range(d))
         codes = ", ".join(f"c{i}" for i in range(d))
         size, cnt = ("sum(wt)", "sum(w.wt)") if weighted else ("count(*)", "count(*)")
-        src = f"(SELECT min(rid) AS rid, count(*) AS wt, {codes} FROM _fw0 GROUP BY ALL)" if weighted else "_fw0"
-        wt = "wt, " if weighted else ""
-        wwt = "w.wt, " if weighted else ""
-        v_nb = self.v.replace("k.dim", "nb.dim")
+        src = f"(SELECT min(rid) AS rid, count(*) AS wt, {codes} FROM _fw GROUP BY {codes})" if weighted else "_fw"
+        wt, wwt = ("wt, ", "w.wt, ") if weighted else ("", "")
         return f"""
 WITH RECURSIVE r USING KEY (rid) AS (
-  SELECT rid, {wt}CAST(0 AS BIGINT) AS pid, {codes}, 0 AS lvl, CAST(1 AS BIGINT) AS nxt, FALSE AS done FROM {src}
+  SELECT rid, {wt}CAST(0 AS BIGINT) AS pid, {codes}, 0 AS lvl, FALSE AS done FROM {src}
   UNION ALL
-  (WITH o AS (SELECT * EXCLUDE (lvl, nxt, done) FROM r WHERE NOT done),
-   lv AS (SELECT max(lvl) + 1 AS l, max(nxt) AS b FROM r),
+  (WITH o AS (SELECT * EXCLUDE (lvl, done) FROM r WHERE NOT done),
+   lv AS (SELECT max(lvl) + 1 AS l FROM r),
    st AS (SELECT pid, {size} AS n, {span} FROM o GROUP BY pid HAVING {size} >= {2 * k}),
    k AS ({cand}),
    h AS (SELECT w.pid, k.dim, k.n, {self.v} AS v, {cnt} AS c FROM o AS w JOIN k ON k.pid = w.pid GROUP BY ALL),
@@ -228,13 +195,12 @@ WITH RECURSIVE r USING KEY (rid) AS (
                      ELSE min(cu.cum) FILTER (WHERE 2 * cu.cum >= cu.n) END AS left_n
          FROM cu JOIN m0 ON m0.pid = cu.pid AND m0.dim = cu.dim GROUP BY cu.pid, cu.dim),
    ok AS (SELECT k.pid, arg_min(k.dim, k.rk) AS dim, arg_min(m.m, k.rk) AS m FROM k JOIN m ON m.pid = k.pid AND m.dim = k.dim
-          WHERE m.left_n >= {k} AND m.n - m.left_n >= {k} GROUP BY k.pid),
-   nb AS (SELECT pid, dim, m, lv.b + 2 * (row_number() OVER (ORDER BY pid) - 1) AS new0 FROM ok CROSS JOIN lv)
-   SELECT w.rid, {wwt}nb.new0 + CAST({v_nb} > nb.m AS BIGINT), {self.cols}, lv.l, lv.b + 2 * (SELECT count(*) FROM ok), FALSE
-   FROM o AS w JOIN nb ON nb.pid = w.pid CROSS JOIN lv
+          WHERE m.left_n >= {k} AND m.n - m.left_n >= {k} GROUP BY k.pid)
+   SELECT w.rid, {wwt}w.pid * 2 + CAST({self.v} > k.m AS BIGINT), {self.cols}, lv.l, FALSE
+   FROM o AS w JOIN ok AS k ON k.pid = w.pid CROSS JOIN lv
    UNION ALL
-   SELECT w.*, lv.l, 0, TRUE FROM o AS w CROSS JOIN lv WHERE w.pid NOT IN (SELECT pid FROM ok))
-) SELECT count(DISTINCT pid), max(lvl), {'sum(wt)' if weighted else 'count(*)'} FROM r"""
+   SELECT w.*, lv.l, TRUE FROM o AS w CROSS JOIN lv WHERE w.pid NOT IN (SELECT pid FROM ok))
+) SELECT count(DISTINCT (lvl, pid)), max(lvl), {'sum(wt)' if weighted else 'count(*)'} FROM r"""
 
     def _labels(self) -> str:
         """Per class (a class per row's hash, as many as the release's), each QI's lowest and
@@ -245,7 +211,7 @@ WITH RECURSIVE r USING KEY (rid) AS (
                         f"|| CAST(h{i}.v AS VARCHAR) || ']' END AS q{i}" for i in range(d))
         joins = " ".join(f"JOIN _fd{i} AS l{i} ON l{i}.c = g.lo{i} JOIN _fd{i} AS h{i} ON h{i}.c = g.hi{i}" for i in range(d))
         return (f"CREATE OR REPLACE TABLE _flabx AS SELECT g.cls, {lab} FROM (SELECT CAST(hash(rid) % {self.classes} AS BIGINT) "
-                f"AS cls, {lohi} FROM _fw0 GROUP BY 1) AS g {joins}")
+                f"AS cls, {lohi} FROM _fw GROUP BY 1) AS g {joins}")
 
     def measure(self) -> None:
         for key, (_, sql) in self.steps.items():

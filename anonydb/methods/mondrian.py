@@ -343,8 +343,11 @@ class _Planner:
 
     def row_columns(self) -> str:
         """The columns a final row keeps for the release (row id, partition, codes, sensitive value)."""
-        return ", ".join(["_adb_rid", "_adb_pid"] + [f"_adb_c{i}" for i in range(len(self.qis))]
-                         + (["_adb_sa"] if self.sa else []))
+        return ", ".join(["_adb_rid", "_adb_pid"] + self.tuple_columns())
+
+    def tuple_columns(self) -> list[str]:
+        """A row's codes and carried sensitive value: what the partitions are cut on."""
+        return [f"_adb_c{i}" for i in range(len(self.qis))] + (["_adb_sa"] if self.sa else [])
 
     def bind_members(self, hierarchies, kinds) -> None:
         """Number the distinct QI tuples and estimate each tuple-judging model's prior over them."""
@@ -501,7 +504,7 @@ class _Planner:
         rounds, classes = self.eng.fetch_rows(f"SELECT max(_adb_lvl), count(DISTINCT _adb_pid) "
                                               f"FROM {ident(assign)}")[1][0]
         if tuples:  # every row takes its tuple's partition
-            cols = self.row_columns().split(", ")[2:]
+            cols = self.tuple_columns()
             on = " AND ".join(f"w.{c} IS NOT DISTINCT FROM a.{c}" for c in cols)
             assign = self.s.table(f"SELECT w._adb_rid, a._adb_pid, a._adb_lvl, {', '.join('w.' + c for c in cols)} "
                                   f"FROM {ident(work)} AS w JOIN {ident(assign)} AS a ON {on}")
@@ -519,7 +522,7 @@ class _Planner:
         0.26 -> 0.20 s, for 13 ms of grouping and of giving the rows their tuple's partition)."""
         if self.relaxed:
             return None
-        cols = ", ".join(self.row_columns().split(", ")[2:])
+        cols = ", ".join(self.tuple_columns())
         tuples = self.s.table(f"SELECT min(_adb_rid) AS _adb_rid, _adb_pid, {cols}, CAST(count(*) AS BIGINT) AS _adb_wt "
                               f"FROM {ident(self.work)} GROUP BY _adb_pid, {cols}")
         if self.eng.scalar(f"SELECT count(*) FROM {ident(tuples)}") * 10 > self.total * 9:
