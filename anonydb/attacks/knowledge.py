@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 from ..engines.base import Engine
 from ..engines import connect
-from ..errors import InputError
+from ..errors import SURFACE, InputError, option
 from ..hierarchy import Hierarchy
 from ..schema import split_list, validate_roles
 from ..sources import open_source
@@ -60,6 +60,40 @@ class Rules:
     profile: dict[int, float] = field(default_factory=dict)  # |IVS| = i -> share of tuples (N_i)
     examples: list[str] = field(default_factory=list)
     scratch: Any = None  # the Scratch holding the tables when mine_rules made its own
+    itemset_support: str | int = "min"  # the setting the rules were mined at: "min", "max" or a count
+    min_count: int = 1  # what it came to: the tuples an itemset needed before rules were formed from it
+    hierarchies: list[str] = field(default_factory=list)  # the QIs mined over their hierarchies
+    fuzzy: list[str] = field(default_factory=list)  # the QIs whose hierarchy nodes were fuzzy sets
+
+    def settings(self) -> dict[str, Any]:
+        """The adversary these rules stand for: what mine_rules was given (and the itemset count it
+        came to), so that a release can name it and an audit can be run against the same rules."""
+        return {"min_exp": self.min_exp, "itemset_support": self.itemset_support, "min_count": self.min_count,
+                "hierarchies": list(self.hierarchies), "fuzzy": list(self.fuzzy)}
+
+    def describe_settings(self) -> str:
+        """The settings in words: ``minExp 0.9, itemset support 1000 (itemsets of >= 1000 tuples),
+        hierarchies on age, sex``."""
+        sup = (f"itemset support {self.itemset_support}" if isinstance(self.itemset_support, int) else
+               f"itemset support {self.itemset_support} (itemsets of >= {_count(self.min_count)} tuples)")
+        parts = [f"minExp {self.min_exp:g}", sup,
+                 f"hierarchies on {', '.join(self.hierarchies)}" if self.hierarchies else "no hierarchies"]
+        if self.fuzzy:
+            parts.append(f"fuzzy {', '.join(self.fuzzy)}")
+        return ", ".join(parts)
+
+    def options(self) -> str:
+        """How to ask for the same rules where the user is: ``--min-exp 0.9 --itemset-support 1000
+        and the same --hierarchy files`` in the CLI, ``min_exp=0.9, itemset_support=1000 and the
+        same hierarchies`` in Python (the hierarchies are the caller's)."""
+        cli = SURFACE.get() == "cli"
+        opts = (f"--min-exp {self.min_exp:g} --itemset-support {self.itemset_support}" if cli else
+                f"min_exp={self.min_exp:g}, itemset_support={self.itemset_support!r}")
+        if self.fuzzy:
+            opts += f", fuzzy={self.fuzzy!r}" + (" (Python only)" if cli else "")
+        if self.hierarchies:
+            opts += " and the same --hierarchy files" if cli else " and the same hierarchies"
+        return opts
 
     def close(self) -> None:
         """Drop the tables now (only those mine_rules created in a scratch of its own)."""
@@ -68,7 +102,7 @@ class Rules:
 
     def format(self) -> str:
         prof = ", ".join(f"N_{i} {100 * p:.1f}%" for i, p in sorted(self.profile.items()))
-        lines = [f"negative association rules (minExp {self.min_exp:g}): {self.minimal} minimal of {self.total} "
+        lines = [f"negative association rules ({self.describe_settings()}): {self.minimal} minimal of {self.total} "
                  f"found over {self.rows} tuples; {prof}"]
         lines += [f"  {r}" for r in self.examples]
         return "\n".join(lines)
@@ -99,11 +133,12 @@ def mine_rules(source: str, qi: str | Iterable[str], sensitive: str, *, min_exp:
     IVS) stays crisp: those inside every node of X."""
     if not (itemset_support in ("min", "max") or (isinstance(itemset_support, int) and not isinstance(itemset_support, bool)
                                                   and itemset_support >= 1)):
-        raise InputError(f"itemset_support must be 'min', 'max' or a count >= 1, got {itemset_support!r}")
+        raise InputError(f"{option('itemset_support').rstrip('=')} must be 'min', 'max' or a count >= 1, got "
+                         f"{itemset_support!r}")
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
     if isinstance(min_exp, bool) or not isinstance(min_exp, (int, float)) or not 0 < min_exp < 1:
-        raise InputError(f"min_exp (minExp) must lie strictly between 0 and 1, got {min_exp!r}")
+        raise InputError(f"{option('min_exp').rstrip('=')} (minExp) must lie strictly between 0 and 1, got {min_exp!r}")
     hierarchies = dict(hierarchies or {})
     for a in hierarchies:
         if a not in qi_cols:
@@ -239,7 +274,8 @@ def _mine(eng, s, rel, qi_cols, sensitive, min_exp, hierarchies, n_examples, ite
                                f"JOIN {ident(ivs)} AS v ON {on} GROUP BY 1 ORDER BY 1")[1]
     out = Rules(qi=qi_cols, sensitive=sensitive, min_exp=min_exp, values=[v for v, _ in vals], thresholds=thr,
                 rules=rules, preds=preds, ivs=ivs, codes=codes, minimal=int(minimal), total=int(total), rows=n,
-                profile={int(i): c / n for i, c in prof_rows})
+                profile={int(i): c / n for i, c in prof_rows}, itemset_support=itemset_support, min_count=min_count,
+                hierarchies=[q for q in qi_cols if q in hierarchies], fuzzy=[qi_cols[i] for i in fuzzy])
     if n_examples:
         out.examples = describe(eng, out, limit=n_examples)
     return out
