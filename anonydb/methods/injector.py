@@ -61,12 +61,15 @@ class InjectorResult:
     report: Any = None  # anonydb.checker.Report: the verification's matching l-diversity verdict
     dropped: list[str] = field(default_factory=list)  # source columns not published (all but the QIs and SA)
     order: str = ""  # how the QIT's rows are ordered and groups filled (secret, or from a seed)
+    knowledge: dict[str, Any] = field(default_factory=dict)  # the rules' settings (Rules.settings())
+    knowledge_text: str = ""  # the same in words, and how to ask an audit for the same rules
 
     def format(self) -> str:
         prof = ", ".join(f"N_{i} {100 * p:.1f}%" for i, p in sorted(self.profile.items()))
         return (f"injector: {self.rows} rows in {self.groups} groups -> {self.qit} (QI values, group_id), {self.st} "
                 f"(group_id, sensitive value, count) in {self.seconds:.2f} s (mining {self.mine_seconds:.2f} s)\n"
                 f"  knowledge: {self.rules} minimal negative association rules ({self.rules_total} in all); {prof}\n"
+                + (f"  rules: {self.knowledge_text}\n" if self.knowledge_text else "") +
                 f"  verified: matching l-diversity holds (every tuple has >= {self.min_valid} valid values); "
                 f"{self.leftovers} tuples placed after grouping, {self.merges} merges"
                 + "".join("\n" + x for x in publication_lines(self.dropped, [], self.order)))
@@ -118,7 +121,7 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
             if short:
                 raise InfeasibleError(
                     f"matching {lv}-diversity is infeasible: {short} of {n} tuples can take fewer than {lv} of the "
-                    f"{m} values of {sensitive!r} under the {kb.minimal} mined rules (minExp {kb.min_exp:g}), so no "
+                    f"{m} values of {sensitive!r} under the {kb.minimal} mined rules ({kb.describe_settings()}), so no "
                     f"group gives them {lv} valid values; lower l, raise min_exp, coarsen the hierarchies, or form "
                     f"rules from larger itemsets only ({_spell('itemset_support', 1000)}, say); the largest feasible l here is "
                     f"{_largest_l(eng, rows, m)}")
@@ -155,7 +158,8 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
     return InjectorResult(qit=qit_name, st=st_name, rows=n, groups=n_groups, rules=kb.minimal, rules_total=kb.total,
                           profile=kb.profile, leftovers=leftovers, merges=merges, min_valid=min_valid,
                           seconds=time.perf_counter() - t0, mine_seconds=mine_s, examples=kb.examples, report=report,
-                          dropped=dropped, order=order.describe())
+                          dropped=dropped, order=order.describe(), knowledge=kb.settings(),
+                          knowledge_text=_rules_text(kb))
 
 
 def _report(eng: Engine, qit: str, st: str, qi: list[str], sensitive: str, kb: Rules, l: int, min_valid: int,
@@ -167,21 +171,30 @@ def _report(eng: Engine, qit: str, st: str, qi: list[str], sensitive: str, kb: R
     groups, smallest, largest, rows = eng.fetch_rows(
         f"SELECT count(*), min(n), max(n), sum(n) FROM (SELECT group_id, sum({ident('count')}) AS n "
         f"FROM {ident(st)} GROUP BY group_id) AS g")[1][0]
-    verdict = Verdict(model="matching l-diversity", params={"l": l, "min_exp": kb.min_exp}, holds=bad == 0,
+    verdict = Verdict(model="matching l-diversity",
+                      params={"l": l, "min_exp": kb.min_exp, "itemset_support": kb.itemset_support}, holds=bad == 0,
                       achieved={"l": min_valid}, groups=int(groups), violating_groups=bad,
                       violating_rows=0, note=f"against {kb.minimal} minimal negative association rules mined at "
-                                             f"minExp {kb.min_exp:g}")
+                                             f"{_rules_text(kb)}")
     return Report(source=qit, qi=qi, sensitive=sensitive, rows=int(rows), groups=int(groups),
                   smallest_group=int(smallest), largest_group=int(largest), verdicts=[verdict])
 
 
+def _rules_text(kb: Rules) -> str:
+    """The rules a release was made against, and how to audit it against the same:
+    ``minExp 0.9, itemset support 1000, hierarchies on age (audit with --min-exp 0.9 --itemset-support 1000 ...)``."""
+    return f"{kb.describe_settings()} (audit with {kb.options()})"
+
+
 def recheck(eng: Engine, source: str, qit: str, st: str, qi: list[str], sensitive: str, l: Any, min_exp: float,
-            hierarchies: dict[str, Hierarchy] | None) -> Any:
-    """Re-check an existing Injector release: the rules re-mined from ``source``, every group judged
-    by matching l-diversity from the published counts (a perfect assignment computed per group)."""
+            hierarchies: dict[str, Hierarchy] | None, itemset_support: str | int = "min") -> Any:
+    """Re-check an existing Injector release: the rules re-mined from ``source`` (at ``min_exp`` and
+    ``itemset_support``, as it was made), every group judged by matching l-diversity from the
+    published counts (a perfect assignment computed per group)."""
     lv = check_l(l)
     with eng.scratch("injector_check") as s:
-        kb = mine_rules(source, qi, sensitive, min_exp=min_exp, hierarchies=hierarchies, engine=eng, scratch=s)
+        kb = mine_rules(source, qi, sensitive, min_exp=min_exp, hierarchies=hierarchies, engine=eng, scratch=s,
+                        itemset_support=itemset_support)
         min_valid, bad = verify(eng, s, qit, st, kb, lv)
         return _report(eng, qit, st, qi, sensitive, kb, lv, min_valid, bad)
 

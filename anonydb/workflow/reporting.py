@@ -133,8 +133,10 @@ def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
                            f"instead)", "by_qi": {q: 0.0 for q in rel.qi}}
         utility = {"groups": r.groups}
         if method == "injector":
-            utility.update({"rules": r.rules, "rules_total": r.rules_total, "leftovers": r.leftovers,
-                            "merges": r.merges, "min_valid": r.min_valid})
+            # the adversary the release was made against, named so that an audit can use the same rules
+            utility.update({"rules": r.rules, "rules_total": r.rules_total, "rules_mined_at": r.knowledge_text,
+                            "knowledge": r.knowledge, "leftovers": r.leftovers, "merges": r.merges,
+                            "min_valid": r.min_valid})
     else:
         gen = set()
         for i in r.generalized:
