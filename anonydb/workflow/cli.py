@@ -322,7 +322,11 @@ def _parser() -> argparse.ArgumentParser:
                                     "release, eq_class otherwise)")
     au.add_argument("--key", help="a generalized release: the column identifying the source row (kept in both)")
     au.add_argument("--l", type=float, help="rule-based: vulnerable = fewer than l possible sensitive values")
-    au.add_argument("--min-exp", type=float, default=0.9, help="rule-based: minimum expectation (default 0.9)")
+    au.add_argument("--min-exp", type=float, metavar="E",
+                    help="rule-based: the minimum expectation of the mined rules (default 0.9), as anonymize's")
+    au.add_argument("--itemset-support", metavar="N",
+                    help="rule-based: the tuples an itemset needs before rules are formed from it, as anonymize "
+                         "--method injector's: min (default), max or a count; give what the release's report names")
     au.add_argument("--mode", choices=("matching", "simple"), default="matching",
                     help="rule-based: count valid values by matching (default) or by group values minus the IVS")
     au.add_argument("--b", metavar="B", help="distribution-based: the adversary's bandwidth (one number or one per QI)")
@@ -1002,8 +1006,17 @@ def _audit(args: argparse.Namespace) -> int:
                          "or --b and --t (distribution-based: tuples whose posterior moves more than t)")
     if dist_mode and (args.b is None or args.t is None):
         raise InputError("the distribution-based audit needs both --b (the adversary's bandwidth) and --t")
+    rule_opts = [o for o, v in (("--min-exp", args.min_exp), ("--itemset-support", args.itemset_support))
+                 if v is not None]
+    if dist_mode and rule_opts:
+        raise InputError(f"{' and '.join(rule_opts)}: options of the rule-based audit's mined rules (--l); the "
+                         f"distribution-based audit mines none")
+    min_exp = 0.9 if args.min_exp is None else args.min_exp  # anonymize --method injector's default
+    support = _itemset_support(args.itemset_support)  # and its parsing: min, max or a count
     qi = split_list(args.qi, "--qi")
     engine = _engine_for(args)
+    if engine.dialect == "duckdb":  # the rule-respecting pairing runs seconds on Adult: no bar on stdout (--json)
+        engine.execute("SET enable_progress_bar = false")
     out: dict[str, Any] = {}
     try:
         with engine.scratch("cli_audit") as s:
@@ -1037,15 +1050,16 @@ def _audit(args: argparse.Namespace) -> int:
                                     f"ON r.{ident(args.key)} = x.{ident(args.key)}")
             where = dict(table=table) if table is not None else dict(qit=qit, st=st)
             if rules_mode:
-                kb = mine_rules(src, qi, args.sensitive, min_exp=args.min_exp, hierarchies=hierarchies or None,
-                                engine=engine, scratch=s)
+                kb = mine_rules(src, qi, args.sensitive, min_exp=min_exp, hierarchies=hierarchies or None,
+                                engine=engine, scratch=s, itemset_support=support)
                 res = audit_rules(kb, _int_if_whole(args.l), engine=engine, group=group, sensitive=args.sensitive,
                                   mode=args.mode, **where)
-                out = {"kind": "rules", "min_exp": args.min_exp, "rules": kb.minimal, "l": res.l, "mode": res.mode,
+                out = {"kind": "rules", "min_exp": min_exp, "itemset_support": support, "knowledge": kb.settings(),
+                       "rules": kb.minimal, "l": res.l, "mode": res.mode,
                        "rows": res.rows, "groups": res.groups, "vulnerable": res.vulnerable,
                        "vulnerable_groups": res.vulnerable_groups, "min_possible": res.min_possible,
                        "by_count": res.by_count}
-                text = f"{kb.minimal} minimal rules mined at minExp {args.min_exp:g}\n" + res.format()
+                text = f"{kb.minimal} minimal rules mined at {kb.describe_settings()}\n" + res.format()
             else:
                 res = audit_distribution(_bt_arg(f"{args.b}:{args.t}", args.qi)[0], args.t, engine=engine, qi=qi,
                                          sensitive=args.sensitive, group=group, prior_source=src,
