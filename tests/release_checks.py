@@ -14,6 +14,7 @@ from the QIs the call declared.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from fractions import Fraction
@@ -113,17 +114,16 @@ def class_failures(params: Mapping[str, Any], classes: Mapping[Hashable, Sequenc
 Box = Sequence[tuple[Any, Any]]  # per dimension (lo, hi) in a common order (codes, ranks, values)
 
 
-def mondrian_supersets(boxes: Mapping[Hashable, Box], relaxed: bool, limit: int = 20_000,
-                       max_either: int = 10) -> set[frozenset] | None:
-    """Every set of classes a sequence of Mondrian cuts can form from the whole table: a superset
-    of the partitions of the tree that made the release (the natural supersets of (n,t)-closeness,
-    Li thesis Fig 2.1), reconstructed from the published boxes alone.
+def mondrian_supersets(boxes: Mapping[Hashable, Box], limit: int = 20_000) -> set[frozenset] | None:
+    """Every set of classes a sequence of strict Mondrian cuts can form from the whole table: a
+    superset of the partitions of the tree that made the release (the natural supersets of
+    (n,t)-closeness, Li thesis Fig 2.1), reconstructed from the published boxes alone.
 
     A strict cut at m on dimension d sends the classes with hi_d <= m left and those with
-    lo_d > m right (no class may straddle). A relaxed cut sends rows of code m to both sides, so
-    classes with lo_d = hi_d = m may go either way (every split of them is tried). Every set
-    formed is cut again. None when more than ``limit`` sets arise, or a relaxed cut has more than
-    ``max_either`` classes that could go either way (the caller skips the case)."""
+    lo_d > m right (no class may straddle), so each set formed holds exactly the records inside
+    a box: a region of the QI space. Every set formed is cut again. None when more than
+    ``limit`` sets arise. (Relaxed cuts split equal tuples, so their halves are no regions;
+    anonydb refuses (n,t) with them.)"""
     root = frozenset(boxes)
     dims = len(next(iter(boxes.values())))
     seen, todo = {root}, [root]
@@ -132,10 +132,10 @@ def mondrian_supersets(boxes: Mapping[Hashable, Box], relaxed: bool, limit: int 
         if len(part) < 2:
             continue
         for d in range(dims):
-            cuts = _cuts(part, boxes, d, relaxed, max_either)
-            if cuts is None:
-                return None
-            for left in cuts:
+            for m in sorted({boxes[c][d][1] for c in part}):
+                left = frozenset(c for c in part if boxes[c][d][1] <= m)
+                if not left or left == part or any(boxes[c][d][0] <= m for c in part - left):
+                    continue
                 for half in (left, part - left):
                     if half not in seen:
                         seen.add(half)
@@ -145,26 +145,41 @@ def mondrian_supersets(boxes: Mapping[Hashable, Box], relaxed: bool, limit: int 
     return seen
 
 
-def _cuts(part: frozenset, boxes: Mapping[Hashable, Box], d: int, relaxed: bool,
-          max_either: int) -> set[frozenset] | None:
-    """The left halves of every cut of ``part`` on dimension ``d`` (None: too many to list)."""
-    out = set()
-    for m in sorted({boxes[c][d][0] for c in part} | {boxes[c][d][1] for c in part}):
-        if not relaxed:
-            left = frozenset(c for c in part if boxes[c][d][1] <= m)
-            if left and left != part and all(boxes[c][d][0] > m for c in part - left):
-                out.add(left)
+def region_failures(params: Mapping[str, Any], points: Sequence[tuple], values: Sequence,
+                    classes: Mapping[Hashable, Sequence[int]]) -> list[tuple[Hashable, str]]:
+    """(n,t)-closeness judged by regions of the QI space [Li thesis Def 2.2.2]: a class of fewer
+    than n records holds when some box over the QI values (every dimension a run of the sorted
+    values present) contains all its records and at least n
+    records in all, with an equal-distance EMD <= t between the class and the box's records
+    (values in sorted order, NULL last, as Mondrian codes them).
+    ``points``: each record's QI tuple; ``values``: its sensitive value; ``classes``: the record
+    indexes of each class. Brute force over every box, for small tables."""
+    n, t = params["n"], _exact(params["t"])
+    dims = len(points[0]) if points else 0
+    rank = [{v: i for i, v in enumerate(sorted({p[d] for p in points}, key=lambda v: (v is None, v)))}
+            for d in range(dims)]
+    coded = [tuple(rank[d][p[d]] for d in range(dims)) for p in points]
+
+    def inside(p, box):
+        return all(lo <= v <= hi for v, (lo, hi) in zip(p, box))
+
+    def intervals(d, need):  # runs [lo, hi] of the sorted values (NULL last) covering need
+        return [(lo, hi) for lo in range(min(need) + 1) for hi in range(max(need), len(rank[d]))]
+
+    out = []
+    for key, rows in classes.items():
+        if len(rows) >= n:
             continue
-        if any(boxes[c][d][0] < m < boxes[c][d][1] for c in part):
-            continue
-        either = [c for c in part if boxes[c][d][0] == boxes[c][d][1] == m]
-        if len(either) > max_either:
-            return None
-        must = frozenset(c for c in part if boxes[c][d][1] <= m and c not in either)
-        for bits in range(1 << len(either)):
-            left = must | {c for i, c in enumerate(either) if bits >> i & 1}
-            if left and left != part:
-                out.add(left)
+        own = [values[i] for i in rows]
+        per_dim = [intervals(d, {coded[i][d] for i in rows}) for d in range(dims)]
+        ok = False
+        for box in (itertools.product(*per_dim) if dims else [()]):
+            members = [values[i] for i, p in enumerate(coded) if inside(p, box)]
+            if len(members) >= n and emd_equal(own, members) <= t:
+                ok = True
+                break
+        if not ok:
+            out.append((key, f"{len(rows)} rows < n = {n} and no region of >= n records within t = {t}"))
     return out
 
 

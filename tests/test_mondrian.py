@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from fractions import Fraction
 
 import pytest
-from hypothesis import HealthCheck, assume, currently_in_test_context, event, example, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from anonydb import Hierarchy
@@ -15,7 +15,8 @@ from anonydb.methods import anonymize as _mondrian
 
 from conftest import make_table
 from mondrian_reference import distinct_l_ok, k_ok, mondrian_reference
-from release_checks import assert_classes_consistent, assert_rows_covered, class_failures, mondrian_supersets
+from release_checks import (assert_classes_consistent, assert_rows_covered, class_failures, mondrian_supersets,
+                            region_failures)
 
 TABLE_1_2 = [  # spec-closeness-slicing 8.1 (Table 1.1 fixes rows 5 and 6)
     (1, "Alice", 47677, 29, "Heart Disease"), (2, "Bob", 47602, 22, "Heart Disease"),
@@ -231,10 +232,8 @@ def _check_mondrian_release(engine, rows, params, relaxed, r) -> int:
                       b[1][0] <= rank[row["y"]] <= b[1][1] and b[2][0] <= row["z"] <= b[2][1]]
             assert len(inside) == 1, (row, inside)
     supersets = None
-    if "n" in params:
-        supersets = mondrian_supersets(boxes, relaxed)
-        if currently_in_test_context():
-            assume(supersets is not None)  # a relaxed release too tangled to rebuild its tree from
+    if "n" in params:  # strict cuts only: relaxed ones are refused with (n,t)
+        supersets = mondrian_supersets(boxes)
         assert supersets is not None
     table = [row["s"] for row in rows]
     assert class_failures(params, classes, table, supersets) == []
@@ -263,6 +262,11 @@ def test_release_properties(engine, family, rows, relaxed, plan, data):
         return _mondrian("src", "x,y,z", "s", out="rel", engine=engine, relaxed=relaxed, replace=True, plan=plan,
                          **params)
 
+    if "n" in params and relaxed:  # refused in one line before anything is read or written
+        with pytest.raises(InputError, match="needs strict cuts"):
+            run()
+        assert not engine.exists("rel")
+        return
     if whole:
         event(f"{family}: infeasible")
         with pytest.raises(InfeasibleError):
@@ -289,6 +293,8 @@ def test_release_properties_fixed_table(engine, params, relaxed, plan):
     if "n" in params or params.get("distance") == "ordered":  # (n,t), ordered EMD: level-wise only
         plan = "levelwise"
     _load(engine, FIXED)
+    if "n" in params and relaxed:
+        relaxed = False  # refused with relaxed cuts (test_nt_refuses_relaxed_cuts)
     r = _mondrian("src", "x,y,z", "s", out="rel", engine=engine, relaxed=relaxed, plan=plan, **params)
     assert _check_mondrian_release(engine, FIXED, params, relaxed, r) > 1
 
@@ -345,15 +351,58 @@ def test_release_checks_catch_violations(engine):
 def test_mondrian_supersets_rebuild_the_cuts():
     """Boxes of a strict cut x <= 1 | x > 1, the left half cut again on z: the natural supersets
     are the whole table, {A, B}, and the singletons. With C at x = 1 only and D from x = 1 on, no
-    strict cut exists; a relaxed cut at x = 1 sends C either way."""
+    strict cut exists."""
     boxes = {"A": ((0, 1), (0, 2)), "B": ((0, 1), (3, 5)), "C": ((2, 4), (0, 5))}
-    assert mondrian_supersets(boxes, relaxed=False) == {frozenset("ABC"), frozenset("AB"), frozenset("A"),
-                                                         frozenset("B"), frozenset("C")}
+    assert mondrian_supersets(boxes) == {frozenset("ABC"), frozenset("AB"), frozenset("A"),
+                                         frozenset("B"), frozenset("C")}
     tied = {"A": ((0, 1), (0, 2)), "B": ((0, 1), (3, 5)), "C": ((1, 1), (0, 5)), "D": ((1, 4), (0, 6))}
-    assert mondrian_supersets(tied, relaxed=False) == {frozenset("ABCD")}  # C and D overlap at x = 1
-    assert mondrian_supersets(tied, relaxed=True) == {frozenset("ABCD"), frozenset("ABC"), frozenset("CD"),
-                                                      frozenset("AB"), frozenset("A"), frozenset("B"),
-                                                      frozenset("C"), frozenset("D")}
+    assert mondrian_supersets(tied) == {frozenset("ABCD")}  # C and D overlap at x = 1
+
+
+# the tables of issue 47: relaxed cuts published the first as four single-row classes reported as
+# (2, 0.3)-close, and failed their own verification on the second
+NT_RELAXED_TABLES = [
+    ([dict(id=0, x=1, y="a", z=1, s="s1"), dict(id=1, x=0, y="a", z=0, s="s1"),
+      dict(id=2, x=1, y="a", z=2, s="s2"), dict(id=3, x=1, y="a", z=0, s="s2")], dict(n=2, t=0.3)),
+    ([dict(id=i, x=0, y="a", z=0, s="s1") for i in range(16)] + [dict(id=16, x=0, y="a", z=1, s="s2")],
+     dict(n=4, t=0.2)),
+]
+
+
+def test_region_oracle_on_the_first_table():
+    """(x, z) = (1,1,s1), (0,0,s1), (1,2,s2), (1,0,s2), by hand: the boxes of >= 2 records
+    around (0,0) hold {(0,0),(1,0)} (EMD 1/2), x, z in [0,1] (s1 2/3: 1/3) or more (1/2, 1/3);
+    around (1,1) the closest is x, z in [0,1] (1/3); around (1,2) and (1,0), x = 1 with z in
+    [0,2] (1/3). As four single-row classes every one fails n = 2 at t = 0.3 and holds at t = 1/2;
+    one class of all four holds (n reached)."""
+    points = [(1, 1), (0, 0), (1, 2), (1, 0)]
+    values = ["s1", "s1", "s2", "s2"]
+    singles = {i: [i] for i in range(4)}
+    assert {c for c, _ in region_failures(dict(n=2, t=0.3), points, values, singles)} == {0, 1, 2, 3}
+    assert region_failures(dict(n=2, t=0.5), points, values, singles) == []
+    assert region_failures(dict(n=2, t=0.3), points, values, {0: [0, 1, 2, 3]}) == []
+
+
+@pytest.mark.parametrize("plan", ["levelwise", "auto"])
+@pytest.mark.parametrize("rows, params", NT_RELAXED_TABLES, ids=["four rows", "seventeen rows"])
+def test_nt_refuses_relaxed_cuts(engine, rows, params, plan):
+    """Relaxed cuts split equal QI tuples, so a partition's ancestors are no regions of the QI
+    space: (n,t) with relaxed cuts is refused in one line and nothing is written; with strict cuts
+    the same tables release and every small class has a region of >= n records within t."""
+    _load(engine, rows)
+    with pytest.raises(InputError, match="needs strict cuts") as e:
+        _mondrian("src", "x,y,z", "s", out="rel", engine=engine, relaxed=True, plan=plan, **params)
+    assert "\n" not in str(e.value) and not engine.exists("rel")
+    r = _mondrian("src", "x,y,z", "s", out="rel", engine=engine, plan=plan, **params)
+    _check_mondrian_release(engine, rows, params, False, r)
+    got = engine.fetch("SELECT eq_class, x_lo, x_hi, z_lo, z_hi, s FROM rel")
+    points = [(row["x"], row["z"]) for row in rows]
+    classes = defaultdict(list)
+    for i, (x, z) in enumerate(points):
+        box = {g["eq_class"] for g in got if g["x_lo"] <= x <= g["x_hi"] and g["z_lo"] <= z <= g["z_hi"]}
+        assert len(box) == 1
+        classes[box.pop()].append(i)
+    assert region_failures(params, points, [row["s"] for row in rows], classes) == []
 
 
 # -- hierarchies, labels, errors, fail-closed --------------------------------------------------

@@ -173,11 +173,17 @@ def test_property_published_groups_meet_k(engine, rows, k, method, keep):
             hs = {"age": AGE_H, "sex": SEX_H} if method == "fulldomain" else None
             r = anonydb.anonymize("src", ["age", "sex"], "dis", method=method, out="out", engine=engine, k=k,
                                   keep=keep or None, hierarchies=hs)
-    except (InfeasibleError, AnonyDBError) as e:
-        # refused: nothing written, and the reason is the model (infeasible, or a kept column named)
+    except InfeasibleError:
+        # k <= 4 on >= 12 rows is always feasible (one class); Anatomy's l = 2 needs no value in
+        # more than half the rows [Xiao & Tao 2006, eligibility]
+        assert method == "anatomy" and 2 * max(Counter(r[3] for r in rows).values()) > n
         assert not engine.exists("out") and not engine.exists("out_qit")
-        if keep and "kept column" in str(e):
-            assert keep[0] in str(e)
+        return
+    except AnonyDBError as e:
+        # the one other documented refusal: a kept column that splits a class, named (never a
+        # failed self-verification or an internal error)
+        assert keep and str(e).startswith(f"the kept column(s) {keep[0]} break"), e
+        assert not engine.exists("out") and not engine.exists("out_qit")
         return
     published = {c for t in r.tables.values() for c, _ in engine.columns(t)}
     assert published & {"pid", "extra1", "extra2"} == set(keep)
@@ -211,7 +217,8 @@ def test_property_slicing_and_injector_publish_their_attributes_only(engine, row
     try:
         r = anonydb.anonymize("src", ["age", "sex"], "dis", method=method, out="out", engine=engine, l=2,
                               **({"min_exp": 0.99} if method == "injector" else {}))
-    except (InfeasibleError, AnonyDBError):
+    except InfeasibleError:  # slicing's l = 2 holds on one bucket unless a value fills over half the rows
+        assert method == "injector" or 2 * max(Counter(r[3] for r in rows).values()) > len(rows)
         assert not engine.exists("out_qit") and not engine.exists("out_c1")
         return
     published = {c for t in r.tables.values() for c, _ in engine.columns(t)}

@@ -45,6 +45,13 @@ from ..sources import open_source
 from ..sqlgen import ident, literal
 
 
+#: (n,t)-closeness takes a partition's ancestors as its natural supersets [Li thesis Def 2.2.2,
+#: Fig 2.1]; a natural superset is a region of the QI space (the records inside a box). A relaxed
+#: cut splits rows with equal QI values by row id, so an ancestor's rows are then not the records
+#: inside its box, and no region is known to stand behind it: the pair is refused.
+NT_RELAXED = ("(n,t)-closeness needs strict cuts: relaxed cuts split rows with equal QI values, so a "
+              "partition's ancestors are no regions of the QI space to serve as natural supersets; "
+              "drop relaxed (--relaxed)")
 #: while (open rows x QIs) is at most this, a round judges every dimension of every partition in
 #: one attempt; above it, the widest dimension first and the others only where it fails
 ONE_ATTEMPT_ROWS = 4_000_000
@@ -118,7 +125,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     (numeric, categorical, ordinal, date). The release publishes the QIs, the sensitive attribute
     and the ``keep`` columns (unchanged); ``identifiers`` and every other column are dropped
     (:mod:`anonydb.release.publish`), and the models are verified over every published column. ``seed``
-    None orders the rows by a fresh secret; an integer gives a reproducible order. ``relaxed`` splits ties so both halves are balanced.
+    None orders the rows by a fresh secret; an integer gives a reproducible order. ``relaxed`` splits ties so both halves are balanced
+    (not with (n,t): its natural supersets must be regions of the QI space, :data:`NT_RELAXED`).
     ``progress`` is called after every round with {round, open, final, rows_open} (once, at the
     end, when every round runs in one statement).
     ``plan``: "recursive" runs every round in one recursive statement (DuckDB; not with (n,t) or
@@ -148,6 +156,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         model_params = None
     if not models:
         raise InputError("no privacy model requested: give at least one of k, l, t, n, alpha, delta")
+    if relaxed and any(isinstance(m, NTCloseness) for m in models):
+        raise InputError(NT_RELAXED)
     if sensitive is None and any(m.needs_sensitive for m in models):
         names = ", ".join(m.name for m in models if m.needs_sensitive)
         raise InputError(f"{names} needs a sensitive attribute (--sensitive)")
