@@ -161,13 +161,13 @@ def test_view_release_and_cli(engine, tmp_path, capsys):
     assert "largest feasible l is 5" in capsys.readouterr().err
 
 
-def test_readme_anatomy_example_runs():
-    """The README's Anatomy example runs after its Mondrian one (same session), on fewer rows."""
+def test_docs_anatomy_example_runs():
+    """docs/methods.md's Anatomy example runs after its Mondrian one (same session), on fewer rows."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    mondrian = readme.split("## Anonymize: Mondrian in one minute", 1)[1].split("```python", 1)[1].split("```", 1)[0]
-    block = readme.split("## Anatomy: QIT/ST releases", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    page = (Path(__file__).resolve().parents[1] / "docs" / "methods.md").read_text()
+    mondrian = page.split("## Mondrian: multidimensional generalization", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    block = page.split("## Anatomy: QIT/ST releases", 1)[1].split("```python", 1)[1].split("```", 1)[0]
     scope: dict = {}
     exec(mondrian.replace("rows=100_000", "rows=2_000"), scope)
     exec(block, scope)
@@ -177,17 +177,17 @@ def test_readme_anatomy_example_runs():
     assert sum(x["count"] for x in rows) >= 10 and len(rows) == sum(x["count"] for x in rows)
 
 
-def test_readme_query_example_runs():
-    """The README's query example runs after its Mondrian and Anatomy ones, on fewer rows."""
+def test_docs_query_example_runs():
+    """docs/methods.md's query example runs after its Mondrian and Anatomy ones, on fewer rows."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    page = (Path(__file__).resolve().parents[1] / "docs" / "methods.md").read_text()
 
     def block(title):
-        return readme.split(title, 1)[1].split("```python", 1)[1].split("```", 1)[0]
+        return page.split(title, 1)[1].split("```python", 1)[1].split("```", 1)[0]
 
     scope: dict = {}
-    exec(block("## Anonymize: Mondrian in one minute").replace("rows=100_000", "rows=3_000"), scope)
+    exec(block("## Mondrian: multidimensional generalization").replace("rows=100_000", "rows=3_000"), scope)
     exec(block("## Anatomy: QIT/ST releases"), scope)
     code = block("## Aggregate queries over a release").strip().splitlines()
     exec("\n".join(code), scope)

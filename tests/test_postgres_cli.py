@@ -151,22 +151,28 @@ def test_bad_url_is_one_line(url):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-def test_readme_postgres_section_runs_as_written(url, tmp_path):
-    """The README's PostgreSQL commands (psql \\copy, then anonymize), run as written with PG set,
-    in a fresh database of the test server, from the repository root (where ../shared is)."""
+def test_docs_postgres_commands_run_as_written(url, tmp_path):
+    """docs/engines.md's PostgreSQL commands (psql \\copy, then anonymize), run as written with PG
+    set, in a fresh database of the test server, from the repository root (where ../shared is); then
+    the README's, in another fresh database after the same load."""
     import re
 
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## PostgreSQL", 1)[1].split("\n## ", 1)[0]
-    block = re.findall(r"```bash\n(.*?)```", section, flags=re.S)[0]
-    cmds = [c.strip() for c in block.replace("\\\n", " ").splitlines() if c.strip()]
-    psql(url, "DROP DATABASE IF EXISTS readme")
-    psql(url, "CREATE DATABASE readme")
-    pg = url.rsplit("/", 1)[0] + "/readme"
-    env = dict(os.environ, PG=pg, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{Path(_psql()).parent}{os.pathsep}{os.environ['PATH']}")
-    for cmd in cmds:
-        cmd = re.sub(r"^python3 -m venv .*?pip install \S+ && ", "", cmd)  # the install is this test's own
-        r = subprocess.run(["bash", "-c", cmd], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
-        assert r.returncode == 0, f"{cmd}\n{r.stderr[-2000:]}"
-    assert psql(pg, "SELECT count(*) FROM adult_k10") == "30162"
+    def pg_lines(page: str, title: str) -> list[str]:
+        section = (ROOT / page).read_text().split(title, 1)[1].split("\n## ", 1)[0]
+        block = re.findall(r"```bash\n(.*?)```", section, flags=re.S)[0]
+        return [c.strip() for c in block.replace("\\\n", " ").splitlines() if "$PG" in c]
+
+    docs, readme = pg_lines("docs/engines.md", "## PostgreSQL"), pg_lines("README.md", "## Engines")
+    load = [c for c in docs if "psql" in c]
+    assert load and readme and any(c.startswith("anonydb ") for c in docs)
+    for db, cmds in (("readme", docs), ("readme_tour", load + readme)):
+        psql(url, f"DROP DATABASE IF EXISTS {db}")
+        psql(url, f"CREATE DATABASE {db}")
+        pg = url.rsplit("/", 1)[0] + "/" + db
+        env = dict(os.environ, PG=pg, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+                   PATH=f"{Path(sys.executable).parent}{os.pathsep}{Path(_psql()).parent}{os.pathsep}{os.environ['PATH']}")
+        for cmd in cmds:
+            cmd = re.sub(r"^python3 -m venv .*?pip install \S+ && ", "", cmd)  # the install is this test's own
+            r = subprocess.run(["bash", "-c", cmd], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+            assert r.returncode == 0, f"{cmd}\n{r.stderr[-2000:]}"
+        assert psql(pg, "SELECT count(*) FROM adult_k10") == "30162"

@@ -322,7 +322,7 @@ def test_cli_presence(table1, tmp_path, capsys):
 
 
 def test_adult_pair(datasets, engine):
-    """The README's worked example: adult_subset.csv (T) within adult.csv (P), (0.05, 0.15)-presence."""
+    """docs/methods.md's worked example: adult_subset.csv (T) within adult.csv (P), (0.05, 0.15)-presence."""
     a = datasets / "adult"
     qi = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
     hs = {q: Hierarchy.from_arx(a / f"adult_hierarchy_{q}.csv") for q in qi}
@@ -335,14 +335,15 @@ def test_adult_pair(datasets, engine):
     assert m.rows == 3016 and m.classes > r.classes  # multidimensional cuts keep more classes
 
 
-def test_readme_presence_commands_run(datasets, tmp_path, capsys):
-    """The README's delta-presence commands, as written (with A pointing at the shared folder)."""
+def test_docs_presence_commands_run(datasets, tmp_path, capsys):
+    """docs/methods.md's delta-presence commands, as written (with A pointing at the shared folder)."""
     import shlex
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = readme.split("## delta-presence", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
-    lines = block.replace("\\\n", " ").strip().splitlines()
+    page = (Path(__file__).resolve().parents[1] / "docs" / "methods.md").read_text()
+    section = page.split("## delta-presence", 1)[1].split("\n## ", 1)[0]
+    blocks = [b.split("```", 1)[0] for b in section.split("```bash")[1:] if "--confidence" not in b.split("```", 1)[0]]
+    lines = [x for x in "".join(blocks).replace("\\\n", " ").splitlines() if x.strip()]
     assert lines[0].startswith("A=")
     codes = []
     for line in lines[1:]:
@@ -354,12 +355,12 @@ def test_readme_presence_commands_run(datasets, tmp_path, capsys):
     assert "achieved delta_min = 0" in out and "verified: presence in [1/20 (0.0500), 3/20 (0.1500)]" in out
 
 
-def test_readme_confident_command_runs(datasets, tmp_path, capsys):
+def test_docs_confident_command_runs(datasets, tmp_path, capsys):
     import shlex
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## delta-presence", 1)[1].split("\n## ", 1)[0]
+    page = (Path(__file__).resolve().parents[1] / "docs" / "methods.md").read_text()
+    section = page.split("## delta-presence", 1)[1].split("\n## ", 1)[0]
     block = [b for b in section.split("```bash")[1:] if "--confidence" in b][0].split("```", 1)[0]
     argv = shlex.split(block.replace("\\\n", " ").strip().replace("$A", str(datasets / "adult")))
     assert argv[0] == "anonydb"

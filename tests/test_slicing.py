@@ -776,17 +776,17 @@ def test_the_oracle_reproduces_the_spec_values():
         assert oracle.phi2(t8, a, b) == v
 
 
-def test_readme_slicing_example_runs():
-    """The README's slicing example runs after its Mondrian one (same session), on fewer rows."""
+def test_docs_slicing_example_runs():
+    """docs/methods.md's slicing example runs after its Mondrian one (same session), on fewer rows."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    page = (Path(__file__).resolve().parents[1] / "docs" / "methods.md").read_text()
 
     def block(title):
-        return readme.split(title, 1)[1].split("```python", 1)[1].split("```", 1)[0]
+        return page.split(title, 1)[1].split("```python", 1)[1].split("```", 1)[0]
 
     scope: dict = {}
-    exec(block("## Anonymize: Mondrian in one minute").replace("rows=100_000", "rows=2_000"), scope)
+    exec(block("## Mondrian: multidimensional generalization").replace("rows=100_000", "rows=2_000"), scope)
     exec(block("## Slicing: columns by correlation, l-diverse buckets").replace("print(", "str("), scope)
     r = scope["r"]
     assert r.verdict.holds and len(r.columns) == 3 and r.rows == 2_000 and r.membership.rows == 2_000

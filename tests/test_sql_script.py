@@ -310,11 +310,13 @@ def test_generalize_bad_arguments_one_line(script_file, call, message):
     assert_one_line_error(sql, message)
 
 
-def test_readme_only_sql_session_is_true(tmp_path):
-    """The README's "Only SQL" session, replayed statement by statement in the real DuckDB CLI on a
-    database file (the macros persist in it): every output line is the one the README shows."""
+@pytest.mark.parametrize("page, least", [("docs/sql-only.md", 12), ("README.md", 5)])
+def test_docs_only_sql_session_is_true(tmp_path, page, least):
+    """The "Only SQL" session of docs/sql-only.md (and the README's shorter one), replayed statement
+    by statement in the real DuckDB CLI on a database file (the macros persist in it): every output
+    line is the one the page shows."""
     adult = need_shared() / "adult"
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / page).read_text()
     block = text.split("## Only SQL", 1)[1].split("```sql\n", 1)[1].split("```", 1)[0]
     for f in adult.iterdir():
         (tmp_path / f.name).symlink_to(f)
@@ -325,7 +327,7 @@ def test_readme_only_sql_session_is_true(tmp_path):
             steps[-1][1].append(line[4:])
         elif line.strip() and not line.startswith("--"):
             steps.append((line, []))
-    assert len(steps) >= 12
+    assert len(steps) >= least
     db = tmp_path / "adult.duckdb"
     for stmt, want in steps:
         if stmt.startswith(".mode"):
