@@ -6,8 +6,22 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import anonydb
+from anonydb.errors import InfeasibleError, InputError
+
+#: the slow tier (``pytest -m "slow or hypothesis" --hypothesis-profile slow``, .ci/run) draws this
+#: many times the examples each property test draws in the README's command
+SLOW_FACTOR = 5
+settings.register_profile("slow", deadline=None)
+
+
+def examples(n: int) -> int:
+    """A property test's example count: ``n`` in the fast tier, ``SLOW_FACTOR * n`` under the slow
+    tier's hypothesis profile."""
+    return n * SLOW_FACTOR if settings.get_current_profile_name() == "slow" else n
+
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -127,3 +141,12 @@ def spark():
     yield session
     session.stop()
     shutil.rmtree(work, ignore_errors=True)
+
+
+def outcome(run):
+    """("ok", what the run returns), or ("refused", the error's type) for the two documented
+    refusals; any other error (a failed self-verification, an internal error) fails the test."""
+    try:
+        return "ok", run()
+    except (InfeasibleError, InputError) as e:
+        return "refused", type(e).__name__

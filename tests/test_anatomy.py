@@ -12,7 +12,7 @@ from anonydb.workflow.cli import main
 from anonydb.errors import AnonyDBError, InfeasibleError, InputError
 from anonydb.methods import anatomy
 
-from conftest import make_table
+from conftest import examples, make_table
 
 TABLE_1_4 = [  # spec-closeness-slicing 8.2, with the buckets {1-3}, {4-6}, {7-9}
     (47677, 29, "F", "Ovarian Cancer", 1), (47602, 22, "F", "Ovarian Cancer", 1), (47678, 27, "M", "Prostate Cancer", 1),
@@ -66,7 +66,7 @@ def eligible_tables(draw):
     return l, [(i, ages[i], "MF"[i % 2], v) for i, v in enumerate(kept)], counts
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=eligible_tables(), seed=st.integers(0, 5))
 def test_anatomy_properties(engine, data, seed):
     l, rows, _ = data

@@ -20,7 +20,7 @@ from anonydb.methods.mondrian import anonymize
 from anonydb.attacks.posterior import exact_posterior, likelihood, omega_estimate, variational
 from anonydb.models.prior import kernel_prior
 
-from conftest import make_table, need_shared
+from conftest import examples, make_table, need_shared
 
 TOY = [(1, 69, "M", "Emphysema"), (2, 45, "F", "Cancer"), (3, 52, "F", "Flu"), (4, 43, "F", "Gastritis"),
        (5, 42, "F", "Flu"), (6, 47, "F", "Cancer"), (7, 50, "M", "Flu"), (8, 56, "M", "Emphysema"),
@@ -107,7 +107,7 @@ def test_t_closeness_adversary_wide_bandwidth(engine):
     assert any(round(v, 4) == 0.3331 for v in flu)  # the figure the spec quotes
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), bx=st.sampled_from([0.2, 0.5, 1.0]), by=st.sampled_from([0.3, 0.6, 1.5]),
        bz=st.sampled_from([0.5, 1.2]))
 def test_kernel_prior_equals_brute_force(engine, seed, bx, by, bz):
@@ -192,7 +192,7 @@ def test_posterior_bad_input():
         omega_estimate([[F(0), F(1)], [F(0), F(1)]], [1, 1])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(seed=st.integers(0, 100_000), k=st.integers(1, 6), m=st.integers(1, 3))
 def test_exact_posterior_equals_enumeration(seed, k, m):
     rnd = random.Random(seed)
@@ -261,7 +261,7 @@ def test_toy_bucket_end_to_end_tv5(engine):
 
 
 # -- the SQL Omega and D against Python, on random releases ----------------------------------------
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 100_000), dname=st.sampled_from(["equal", "js", "hierarchical", "ordered"]))
 def test_audit_matches_python(engine, seed, dname):
     rnd = random.Random(seed)
@@ -326,7 +326,7 @@ def small_tables(draw):
     return [dict(id=i, x=x[i], y=y[i], s=s[i]) for i in range(n)]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=small_tables(), t=st.sampled_from([0.1, 0.2, 0.35]), k=st.integers(1, 3), relaxed=st.booleans())
 def test_bt_mondrian_properties(engine, rows, t, k, relaxed):
     """Every row released once, its values covered, and every tuple's Omega posterior within t

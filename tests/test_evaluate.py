@@ -17,7 +17,7 @@ from anonydb.hierarchy import Hierarchy
 from anonydb.methods import anatomy, anonymize
 from anonydb.workflow.tradeoff import TradeoffPoint, frontier, information, js, p_loss, sweep, u_loss, write_frontier_html
 
-from conftest import make_table, need_shared
+from conftest import examples, make_table, need_shared
 
 # thesis §5.3: the overall Occupation distribution, in adult.names order
 Q = [0.0314, 0.1331, 0.1063, 0.1196, 0.1323, 0.1329, 0.0452, 0.0657, 0.1225, 0.0327, 0.0512, 0.0052, 0.0216, 0.0003]
@@ -100,7 +100,7 @@ def small_tables(draw):
             for _ in range(n)]
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=small_tables(), k=st.integers(2, 6), min_sup=st.sampled_from([0.1, 0.2, 0.3]))
 def test_u_loss_of_a_generalized_release_equals_python(engine, rows, k, min_sup):
     for t in ("src", "rel"):
@@ -127,7 +127,7 @@ def test_u_loss_of_a_generalized_release_equals_python(engine, rows, k, min_sup)
     assert r.value == pytest.approx(want, abs=1e-9)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=small_tables(), min_sup=st.sampled_from([0.1, 0.25]))
 def test_u_loss_of_a_bucketized_release_equals_python(engine, rows, min_sup):
     for t in ("src", "ana_qit", "ana_st"):

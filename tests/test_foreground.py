@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from anonydb.errors import InputError
 from anonydb.attacks.foreground import foreground_attack, posterior_x, sample_size
-from conftest import make_table, need_shared
+from conftest import examples, make_table, need_shared
 
 
 # -- references ----------------------------------------------------------------------------------------
@@ -159,7 +159,7 @@ def test_wong_tables_1_3_and_case_study():
 fractions_01 = st.integers(0, 20).map(lambda i: Fraction(i, 20))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(fractions_01, min_size=1, max_size=7), st.data())
 def test_posterior_matches_world_enumeration(f, data):
     n = data.draw(st.integers(0, len(f)))
@@ -170,7 +170,7 @@ def test_posterior_matches_world_enumeration(f, data):
     assert sum(got) == pytest.approx(n, abs=1e-9)  # every world holds n x's
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.floats(1e-6, 1 - 1e-6), min_size=2, max_size=7), st.data())
 def test_posterior_matches_world_enumeration_floats(f, data):
     n = data.draw(st.integers(0, len(f)))

@@ -20,7 +20,7 @@ from anonydb.methods import fulldomain
 from anonydb.models import Model
 from anonydb.sqlgen import ident
 
-from conftest import make_table
+from conftest import examples, make_table
 from fulldomain_oracle import METRICS, FullDomainOracle, emd_equal
 from oracle import dist_equal, distribution, emd_lp
 from release_checks import assert_classes_consistent
@@ -152,7 +152,7 @@ def check_release(engine, oracle: FullDomainOracle, names: list[str], node: tupl
 
 
 # -- 1. equality with the oracle -------------------------------------------------------------------
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=cases())
 def test_same_as_oracle(engine, case):
     oracle, call = _run(engine, case)
@@ -185,7 +185,7 @@ def test_same_as_oracle(engine, case):
     check_release(engine, oracle, names, got, r, sensitive=_sensitive(case))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=cases())
 def test_tie_break_height_then_lexicographic(engine, case):
     """With the integer-valued metrics (dm, height) ties are exact: the chosen node is the

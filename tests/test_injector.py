@@ -18,7 +18,7 @@ from anonydb.methods.injector import injector
 from anonydb.models.matching_diversity import group_verdicts, valid_counts
 from anonydb.udfs.core import matching_pairing
 
-from conftest import make_table, need_shared
+from conftest import examples, make_table, need_shared
 from injector_oracle import mine, valid_sets
 
 TOY = [(1, 69, "M", "Emphysema"), (2, 45, "F", "Cancer"), (3, 52, "F", "Flu"), (4, 43, "F", "Gastritis"),
@@ -173,7 +173,7 @@ def _injector_table(engine, rows):
     return make_table(engine, "src", ["age", "sex", "s"], rows)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_injector_properties(engine, data):
     """Every Injector release is matching l-diverse under its own rules (checked by the Fig 3.1 brute

@@ -13,7 +13,7 @@ from anonydb import Hierarchy
 from anonydb.errors import AnonyDBError, InfeasibleError, InputError
 from anonydb.methods import anonymize as _mondrian
 
-from conftest import make_table
+from conftest import examples, make_table
 from mondrian_reference import distinct_l_ok, k_ok, mondrian_reference
 from release_checks import (assert_classes_consistent, assert_rows_covered, class_failures, mondrian_supersets,
                             region_failures)
@@ -121,7 +121,7 @@ KINDS = {"x": "numeric", "y": "ordered", "z": "numeric"}
 PLANS = ["recursive", "levelwise"]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=small_tables(), k=st.integers(1, 5), relaxed=st.booleans(), order=st.permutations(["x", "y", "z"]),
        plan=st.sampled_from(PLANS))
 def test_same_partitions_as_reference_k(engine, rows, k, relaxed, order, plan):
@@ -136,7 +136,7 @@ def test_same_partitions_as_reference_k(engine, rows, k, relaxed, order, plan):
     assert classes_of(engine, "rel") == merge_same_boxes(ref, rows, order)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=small_tables(), l=st.integers(1, 3), relaxed=st.booleans(), all_dims=st.booleans(),
        plan=st.sampled_from(PLANS))
 def test_same_partitions_as_reference_l(engine, rows, l, relaxed, all_dims, plan):
@@ -241,7 +241,7 @@ def _check_mondrian_release(engine, rows, params, relaxed, r) -> int:
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=small_tables(), relaxed=st.booleans(), plan=st.sampled_from(PLANS), data=st.data())
 def test_release_properties(engine, family, rows, relaxed, plan, data):
     """Every model, each on its own drawn tables: when the whole table (one class) fails the
@@ -428,7 +428,7 @@ def test_hierarchical_split_labels_are_nodes(engine):
 ONE_STATEMENT_MODELS = [m for m in MODELS if "n" not in m and m.get("distance") != "ordered"]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=small_tables(), mi=st.integers(0, len(ONE_STATEMENT_MODELS) - 1), relaxed=st.booleans(),
        hier=st.booleans(), all_dims=st.booleans(), narrow=st.booleans())
 def test_recursive_plan_equals_levelwise(engine, rows, mi, relaxed, hier, all_dims, narrow):
@@ -596,7 +596,7 @@ def test_release_as_view_and_replace(engine):
     assert classes_of(engine, "rel") == [frozenset(range(1, 10))]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=small_tables(), k=st.integers(1, 4), relaxed=st.booleans())
 # relaxed cuts give two partitions one box, one class: p^ reads the class's counts (KL 0.040938 by
 # hand: 22/25 ln(22/21) - 1/25 ln 2 + 1/25 ln 2; read per partition it was 0.052445)

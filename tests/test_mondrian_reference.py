@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mondrian_reference import distinct_l_ok, k_ok, mondrian_reference
+from conftest import examples
 
 
 def one_dim(values):
@@ -117,7 +118,7 @@ def test_infeasible_and_constant():
     assert mondrian_reference(one_dim([5, 5, 5]), ["x"], {"x": "numeric"}, k_ok(1)) == fs({0, 1, 2})
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from("abcd")), min_size=1, max_size=30),
        st.integers(1, 4), st.booleans())
 def test_invariants(data, k, relaxed):

@@ -23,7 +23,7 @@ from anonydb.methods.presence import presence_anonymize
 from anonydb.models.presence import parse_delta
 from anonydb.presence import check_presence, fast_infeasible
 
-from conftest import make_table
+from conftest import examples, make_table
 
 # Table 1 (spec 1.4.1): key, zip, age, nationality, in T
 TABLE_1 = [("a", 47906, 35, "USA", 0), ("b", 47903, 59, "Canada", 1), ("c", 47906, 42, "USA", 1),
@@ -94,7 +94,7 @@ def test_survey_example_2_8(engine):
                               hierarchies={"job": job}).holds
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(p_rows=st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from([1, 2, None])), min_size=1,
                        max_size=25),
        data=st.data())
@@ -215,7 +215,7 @@ def test_hierarchy_helper_sanity():
     assert X_H.ancestors("5") == ["5", "4-5", "4-7", "*"] and C_H.ancestors("c") == ["c", "cd", "*"]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_spalm_equals_the_brute_force(engine, data):
     seed = data.draw(st.integers(0, 10_000))
@@ -245,7 +245,7 @@ def test_spalm_equals_the_brute_force(engine, data):
             assert (ux, uc) in ok_nodes
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_generalizing_narrows_the_presence_range(engine, data):
     """Theorem 1 through the SQL check: a more general node's [min, max] lies within a finer one's."""
@@ -268,7 +268,7 @@ def test_generalizing_narrows_the_presence_range(engine, data):
     assert a <= c <= d <= b
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_mpalm_release_is_delta_present_by_brute_force(engine, data):
     rng = random.Random(data.draw(st.integers(0, 10_000)))

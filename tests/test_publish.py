@@ -16,7 +16,7 @@ from anonydb.errors import AnonyDBError, InfeasibleError, InputError
 from anonydb.hierarchy import Hierarchy
 from anonydb.methods import anatomy, fulldomain
 from anonydb.methods import anonymize as mondrian
-from conftest import make_table
+from conftest import examples, make_table
 
 COLS = ["pid", "age", "sex", "dis", "extra1", "extra2"]
 AGE_H = Hierarchy.intervals(widths=[10, 20])
@@ -157,7 +157,7 @@ def _groups_ok(engine, table: str, exclude: set[str], k: int) -> None:
     assert engine.scalar(f"SELECT coalesce(min(n), {k}) FROM (SELECT count(*) AS n FROM {table} GROUP BY {g})") >= k
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=tables(), k=st.integers(2, 4), method=st.sampled_from(["mondrian", "fulldomain", "anatomy"]),
        keep=st.sampled_from([[], ["extra2"], ["extra1"]]))
 def test_property_published_groups_meet_k(engine, rows, k, method, keep):
@@ -205,7 +205,7 @@ def test_property_published_groups_meet_k(engine, rows, k, method, keep):
             assert sum(v for a, v in src.items() if lo <= a <= hi) >= c
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=tables(), method=st.sampled_from(["slicing", "injector"]))
 def test_property_slicing_and_injector_publish_their_attributes_only(engine, rows, method):
     """The other methods: only the QIs and the sensitive attribute leave (no extra column, whatever

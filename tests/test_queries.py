@@ -20,7 +20,7 @@ from anonydb.errors import InfeasibleError, InputError
 from anonydb.methods import anatomy, anonymize
 from anonydb.utility.queries import Query, anatomy_estimate, anatomy_estimates, generalized_estimate, generalized_estimates, query_error, true_count, true_counts, workload
 
-from conftest import make_table, need_shared
+from conftest import examples, make_table, need_shared
 
 # spec-presence-survey Table III(a), with the erratum E8's missing "32 Male" restored: (age, sex, disease, group)
 TABLE_III = [(30, "Male", "Hep", 1), (30, "Male", "Hep", 1), (30, "Male", "HIV", 1), (32, "Male", "Hep", 1),
@@ -270,7 +270,7 @@ def load(engine, rows, groups, b_mode):
     return rel
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tables(), st.lists(queries(), min_size=1, max_size=8), st.sampled_from(["set", "hier"]))
 def test_oracle_random_tables(data, qs, b_mode):
     rows, groups = data
@@ -292,7 +292,7 @@ def test_oracle_random_tables(data, qs, b_mode):
         eng.close()
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 20), st.sampled_from(LEAVES), st.sampled_from(["p", "q", "r"])),
                 min_size=4, max_size=30),
        st.lists(queries(), min_size=1, max_size=6), st.sampled_from(["order", "hierarchy"]))

@@ -22,7 +22,7 @@ from anonydb.methods import anatomy, slicing
 from anonydb.methods.slicing_columns import pam, partition_attributes, phi2_matrix
 from anonydb.models.sliced_diversity import SlicedLDiversity
 
-from conftest import make_table
+from conftest import examples, make_table
 
 COLS = ["Age", "Sex", "Zipcode", "Disease"]
 T6 = [(22, "M", "47906", "dyspepsia"), (22, "F", "47906", "flu"), (52, "F", "47905", "bronchitis"),
@@ -687,7 +687,7 @@ def test_cli_slicing(engine, tmp_path, capsys):
 # ------------------------------------------------------------------------------------------------
 # property test: any table, any l and columns
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_slicing_property(engine, data):
     n = data.draw(st.integers(8, 60))
@@ -720,7 +720,7 @@ def test_slicing_property(engine, data):
         assert got == want
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_slicing_property_values_shared_across_buckets(engine, data):
     """No unique id: a tuple's column values sit in several buckets, so it matches buckets other
