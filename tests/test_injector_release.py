@@ -100,6 +100,15 @@ def test_spec_injector_files_and_report(tmp_path):
     rel = anonydb.run_spec(spec, engine=eng)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["r_qit.parquet", "r_st.parquet"]
     assert rel.holds and int(rel.to_pandas("st")["count"].sum()) == 1500
+    # the spec names the rules' itemset support as anonymize and audit do; the release is made
+    # against those rules and names them
+    sup = tmp_path / "support.yaml"
+    sup.write_text(spec.read_text().replace("min_exp: 0.8}", "min_exp: 0.8, itemset_support: 50}")
+                   .replace("format: parquet, path: out/r.parquet", "replace: true"))
+    rel = anonydb.run_spec(sup, engine=eng)
+    assert rel.holds and rel.report["matching"].params["itemset_support"] == 50
+    kb = mine_rules("src", QI, "occupation", min_exp=0.8, engine=eng, itemset_support=50)
+    assert audit_rules(kb, 3, engine=eng, qit="r_qit", st="r_st").vulnerable == 0
     bad = tmp_path / "bad.yaml"
     bad.write_text(spec.read_text().replace("privacy: {l: 3}", "privacy: {l: 3, k: 2}"))
     with pytest.raises(anonydb.InputError, match="injector takes privacy.l only, not k"):

@@ -109,6 +109,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     ``params`` holds the privacy models (``k``, ``l`` with ``l_variant``/``c``, ``t`` with
     ``distance``/``reference``, ``n``, ``alpha``, ``delta``) and the method's own options
     (mondrian: ``relaxed``, ``categorical``, ``plan``; fulldomain: ``max_suppression``, ``metric``;
+    injector: ``min_exp``, ``itemset_support``;
     anatomy: ``groups``; slicing: ``columns``, ``sensitive_column_size`` (alpha), ``column_k``,
     ``tries``, ``bins``, ``membership``).
 
@@ -128,7 +129,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     models = {k: v for k, v in params.items() if k in MODEL_PARAMS and v is not None}
     opts = {k: v for k, v in params.items() if k not in MODEL_PARAMS}
     allowed = {"mondrian": ("relaxed", "categorical", "try_all_dims", "plan"), "fulldomain": ("max_suppression", "metric"),
-               "anatomy": ("groups",), "injector": ("min_exp",), "slicing": ("columns", "sensitive_column_size", "column_k", "tries", "bins",
+               "anatomy": ("groups",), "injector": ("min_exp", "itemset_support"), "slicing": ("columns", "sensitive_column_size", "column_k", "tries", "bins",
                                                    "membership", "split_on", "min_bucket")}[method]
     unknown = [k for k in opts if k not in allowed]
     if unknown:
@@ -374,7 +375,8 @@ def spec_report(spec: Spec | str | Path, *, db: str | None = None, threshold: fl
                     from ..methods.injector import recheck
 
                     rep = recheck(eng, src, parts["qit"], parts["st"], sp.qi, sp.sensitive, mp["l"],
-                                  sp.method_params.get("min_exp", 0.9), sp.hierarchies or None)
+                                  sp.method_params.get("min_exp", 0.9), sp.hierarchies or None,
+                                  sp.method_params.get("itemset_support", "min"))
                 out = table_report(eng, parts["qit"], sp.qi, None, original=src, threshold=threshold)
                 out["verdicts"], out["holds"] = [v.to_dict() for v in rep.verdicts], rep.holds
                 out["classes"] = {**class_sizes(eng, parts["qit"], ["group_id"]), "unit": "QIT group"}
