@@ -308,7 +308,7 @@ class _Lattice:
             groups = put("groups", e.render("check_groups.sql.j2", keys=self.keys, cells=cells).sql, True)
         else:  # the cells are the groups (fulldomain_nodes.sql.j2 counts them as _adb_n too)
             groups = cells
-        ctx = GroupContext(keys=self.keys, cells=cells, groups=groups, **self.ctx_base)
+        ctx = GroupContext(keys=self.keys, cells=cells, groups=groups, scope=["_adb_ln"], **self.ctx_base)
         if not self.prepared:
             for m in self.models:
                 m.prepare(ctx)

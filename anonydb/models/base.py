@@ -43,6 +43,10 @@ class GroupContext:
     sa_hierarchy: Any = None  # anonydb.hierarchy.Hierarchy for the sensitive attribute
     scratch: Any = None  # anonydb.engines.base.Scratch for intermediate tables
     qi_columns: list[str] = field(default_factory=list)  # the QI columns the keys stand for
+    #: keys that tell apart tables judged side by side in one statement (a full-domain batch's node
+    #: number, _adb_ln): every group of a superset shares them, so (n,t)-closeness's natural
+    #: supersets are the subsets of the other keys, each within its own table
+    scope: list[str] = field(default_factory=list)
     #: with keys = ["_adb_gid"]: per QI column (column, dict table, card, mult) of the mixed-radix key
     coding: list[Any] | None = None
     keytype: str = "BIGINT"

@@ -37,6 +37,11 @@ class NTCloseness(Model):
     materialize = True
     name = "(n,t)-closeness"
     worst = "max"
+    #: not preserved by generalization: merging two groups of fewer than n records changes which
+    #: records agree with the merged group on a subset of its QIs, so a group close to its own
+    #: superset can become far from every superset of the merged one (a full-domain search judges
+    #: every node rather than tag the nodes above a satisfying one, or below a failing one)
+    monotonic = False
 
     def __init__(self, n: int, t: float, distance: str | None = None, supersets: str = "subsets"):
         check_count(n, "n")
@@ -74,7 +79,9 @@ class NTCloseness(Model):
                              cells=ctx.cells, keys=ctx.keys, n=self.n)
         else:
             coding = ctx.coding
-            subsets = self.subsets(coding if coding else ctx.keys)
+            assert not (coding and ctx.scope), "coded keys are one table's"
+            own = [k for k in ctx.keys if k not in ctx.scope]
+            subsets = [list(ctx.scope) + sub for sub in self.subsets(coding if coding else own)]
             common = dict(subsets=subsets, cells=ctx.cells, n=self.n, coding=coding, keytype=ctx.keytype,
                           keys=ctx.keys)
             sups = s.table(e.render("nt_supersets.sql.j2", one_scan=len(subsets) <= ONE_SCAN_SUBSETS, **common))
