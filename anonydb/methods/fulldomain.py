@@ -44,7 +44,7 @@ from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..generalize import generalize_sql
 from ..hierarchy import Hierarchy, validate_all
-from ..models import GroupContext, Model
+from ..models import GroupContext, Model, NTCloseness
 from ..schema import is_numeric_type, split_list
 from ..sources import open_source
 from ..sqlgen import ident
@@ -52,6 +52,12 @@ from ..release.publish import Publication, publication_lines, resolve_roles
 from .mondrian import _fmt
 
 METRICS = ("dm", "aecs", "height", "precision", "loss", "entropy")
+#: (n,t)-closeness judges a group against the records agreeing with it on a subset of the QIs; the
+#: release holds only the kept rows, so suppressing a failing group changes the supersets of the
+#: groups kept, and a node's verdict (over all rows) would not be its release's: the pair is refused
+NT_SUPPRESSION = ("(n,t)-closeness needs max_suppression = 0 with full-domain generalization: suppressed rows "
+                  "would leave the natural supersets of the groups kept (the released records agreeing with them "
+                  "on a subset of the QIs), so a level vector judged over all rows would not hold on its release")
 #: nodes judged per query
 BATCH = 64
 #: the fewest nodes of a batch that make a pre-aggregated base worth its statement (:meth:`_Lattice.add_bases`)
@@ -112,6 +118,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                models: list[Model] | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
                _caller_keeps: str | None = None, _unjudged: tuple[str, ...] = (), **params: Any) -> FullDomainResult:
     """Release ``source`` generalized to the best satisfying level vector (see module docstring).
+    (n,t)-closeness is judged without suppression only (:data:`NT_SUPPRESSION`).
 
     ``_caller_keeps`` (internal; a column of the source): the caller keeps the rows where that column
     is 1 and verifies and counts them itself (SPALM keeps the private rows of P and checks
@@ -133,6 +140,8 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
         model_params = None
     if not models:
         raise InputError("no privacy model requested: give at least one of k, l, t, alpha, delta")
+    if max_suppression > 0 and any(isinstance(m, NTCloseness) for m in models):
+        raise InputError(NT_SUPPRESSION)
     if sensitive is None and any(m.needs_sensitive for m in models):
         raise InputError(f"{', '.join(m.name for m in models if m.needs_sensitive)} needs a sensitive attribute")
     hierarchies = dict(hierarchies or {})
