@@ -11,10 +11,12 @@ Two modes:
   records out bucket by bucket (one bucket per sensitive value, largest first) and deals them to
   g = floor(n/l) groups in turn. Eligibility: no value may hold more than n/l records (else no
   l-diverse grouping exists; the error gives the numbers). Every group then holds >= l records
-  with pairwise different sensitive values, so it is distinct, entropy, recursive and
-  probabilistic l-diverse. Departure from the paper's round-by-round loop ("take one record from
-  each of the l largest buckets"): dealing in turn gives the same guarantees and group count in
-  one statement, so no Python loop runs n/l rounds.
+  with pairwise different sensitive values, so it is distinct, entropy and probabilistic
+  l-diverse. Recursive (c,l) holds on such a group of m records only when 1 < c (m - l + 1):
+  with it the groups are g = floor(n/m) for m = l + floor(1/c) (:func:`group_size`), and no
+  value may hold more than n/m records. Departure from the paper's round-by-round loop ("take
+  one record from each of the l largest buckets"): dealing in turn gives the same guarantees and
+  group count in one statement, so no Python loop runs n/l rounds.
 * given partitions (``groups="column"``): the groups are the values of a column (Mondrian's
   ``eq_class``, any group id); the requested l-diversity variant is checked, and QIT/ST released.
 
@@ -23,6 +25,7 @@ Either way the pair is verified by :func:`anonydb.checker.check` before anything
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -32,6 +35,7 @@ from ..engines.base import Engine
 from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..models import LDiversity
+from ..models.base import as_fraction
 from ..schema import split_list
 from ..sources import open_source
 from ..sqlgen import ident
@@ -109,8 +113,15 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
                         f"holds {top_cnt} of {n} rows, more than n/l = {n / l:g} (a group can hold a value at "
                         f"most once in l records); the largest feasible l is {n // top_cnt}"
                         + (f" ({m} distinct values)" if m < l else ""))
+                size = group_size(l, l_variant, c)
+                if top_cnt * size > n:
+                    raise InfeasibleError(
+                        f"Anatomy with recursive (c,l) = ({c}, {l}) is infeasible: its groups hold different values, "
+                        f"and such a group is recursive (c,l)-diverse only from {size} records on (c * (records - l + "
+                        f"1) > 1), but the most frequent value of {sensitive!r}, {top!r}, holds {top_cnt} of {n} rows, "
+                        f"more than n/{size} = {n / size:g}; raise c or lower l")
                 assign = s.table(eng.render("anatomy_groups.sql.j2", base=base, rid=rid, sensitive=sensitive,
-                                            g=n // l, key=order.key))
+                                            g=n // size, key=order.key))
             else:
                 assign = s.table(f"SELECT CAST(b.{rid if rid == 'rowid' else ident(rid)} AS BIGINT) AS _adb_rid, "
                                  f"CAST(dense_rank() OVER (ORDER BY b.{ident(groups)} NULLS LAST) AS BIGINT) AS group_id "
@@ -133,6 +144,15 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
     return AnatomyResult(qit=qit_name, st=st_name, rows=int(n), groups=int(n_groups),
                          seconds=time.perf_counter() - t0, report=report, dropped=columns.dropped,
                          kept=columns.keep, order=order.describe())
+
+
+def group_size(l: int, l_variant: str, c: Any) -> int:
+    """The fewest records a group of pairwise different sensitive values needs to meet l-diversity
+    of ``l_variant``: l, except recursive (c,l), which such a group of m records (every count 1)
+    meets only when 1 < c * (m - l + 1), i.e. m >= l + floor(1/c)."""
+    if l_variant != "recursive":
+        return l
+    return l + math.floor(1 / as_fraction(c, "c"))
 
 
 def check_pair_counts(eng: Engine, qit: str, st: str) -> None:
