@@ -61,6 +61,13 @@ class PresenceResult:
                 + "".join("\n" + x for x in publication_lines(self.dropped, [], "")))
 
 
+#: delta-presence maps every public row to the one class whose published values cover it [Nergiz &
+#: Clifton Def 3, 4]; relaxed Mondrian cuts split rows with equal QI values between partitions, whose
+#: boxes then overlap (a public row with those values falls in both), so the pair is refused up front
+PRESENCE_RELAXED = ("delta-presence needs a non-overlapping generalization: relaxed cuts split rows with equal QI "
+                    "values, so the classes' boxes overlap and a public row would fall in several; drop relaxed")
+
+
 def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, delta: Any, out: str,
                        engine: Engine | Any = None, method: str = "fulldomain",
                        hierarchies: dict[str, Hierarchy] | None = None, key: str | None = None,
@@ -73,6 +80,7 @@ def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, de
     Mondrian's hierarchy cuts). ``metric``: the full-domain optimum's metric (over P*). The release
     publishes the generalized QIs and the class id only: T's other columns are dropped (a kept
     column could not be judged against P). ``seed`` None orders the rows by a fresh secret.
+    ``relaxed`` is refused with Mondrian (:data:`PRESENCE_RELAXED`).
     """
     t0 = time.perf_counter()
     eng = connect(engine)
@@ -81,6 +89,8 @@ def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, de
     dmin, dmax = parse_delta(delta)
     if method not in ("fulldomain", "mondrian"):
         raise InputError(f"method must be 'fulldomain' (SPALM) or 'mondrian' (MPALM), got {method!r}")
+    if relaxed and method == "mondrian":
+        raise InputError(PRESENCE_RELAXED)
     if not isinstance(out, str) or not out:
         raise InputError("out must name the release table")
     hierarchies = dict(hierarchies or {})
