@@ -321,7 +321,8 @@ class SparkEngine(Engine):
     #: Mondrian's whole-table rounds stop once every open partition holds at most this many rows;
     #: each is then finished on a worker (:meth:`per_group`). 4M, not 1M: at 10M rows on local[2]
     #: 2 whole-table rounds + a grouped step of 4 fragments took 196 s, 7 rounds + 128 fragments
-    #: 339 s (BENCHMARKS.md, Spark); a fragment of 4M rows of 8 codes is about 260 MB of Arrow
+    #: 215.5 + 123.4 s (docs/benchmarks-history.md, Spark at 10M); a fragment of 4M rows of 8
+    #: codes is about 260 MB of Arrow
     fragment_rows = 4_000_000
 
     def __init__(self, spark: Any, *, owned: bool = False, warehouse: str | None = None, read_only: bool = False):
