@@ -8,7 +8,7 @@ every method shares.
   where k would count rows, not people: refused.
 * **Verified over what is published.** The models are checked on the staged release grouped by
   every published non-sensitive column (the QIs' labels and ranges, the class id, the kept
-  columns), so a kept column that splits a class fails the release and is named
+  columns), so a kept column that splits a class fails the release and is named: an InputError
   (:func:`verify_published`).
 * **Unpredictable row order.** By default the rows are ordered by a keyed MD5 of each row id with a
   fresh 128-bit secret from the OS (:func:`row_order`), registered with the engine so that the SQL
@@ -276,7 +276,8 @@ def verify_published(eng: Engine, stage: str, sensitive: str | None, models: lis
     if keep:
         without = [c for c in cols if c not in keep]
         if check(stage, without, sensitive, models=models, engine=eng, max_groups=1, **check_args).holds:
-            raise AnonyDBError(f"the kept column(s) {', '.join(keep)} break {bad.model} ({bad.violating_groups} "
+            # the user's own columns are the cause (bad input), not the method: a refusal, InputError
+            raise InputError(f"the kept column(s) {', '.join(keep)} break {bad.model} ({bad.violating_groups} "
                                f"groups over the published columns violate it); publish them as quasi-identifiers or not "
                                f"at all ({option('keep')}); nothing was written")
     g = bad.violations[0] if bad.violations else None
