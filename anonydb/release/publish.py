@@ -278,8 +278,8 @@ def verify_published(eng: Engine, stage: str, sensitive: str | None, models: lis
         if check(stage, without, sensitive, models=models, engine=eng, max_groups=1, **check_args).holds:
             # the user's own columns are the cause (bad input), not the method: a refusal, InputError
             raise InputError(f"the kept column(s) {', '.join(keep)} break {bad.model} ({bad.violating_groups} "
-                               f"groups over the published columns violate it); publish them as quasi-identifiers or not "
-                               f"at all ({option('keep')}); nothing was written")
+                             f"groups over the published columns violate it); publish them as quasi-identifiers or not "
+                             f"at all ({option('keep')}); nothing was written")
     g = bad.violations[0] if bad.violations else None
     where = f"; e.g. a group of {g.size} rows, value {g.value}" if g else ""
     raise AnonyDBError(f"verification failed: {bad.model} does not hold on the {what} ({bad.violating_groups} groups "
