@@ -32,6 +32,9 @@ from test_postgres import copy_to_pg
 
 from anonydb.engines import connect_postgres  # noqa: E402
 
+#: pytest -n: every test of one engine on one worker, which starts its server once
+pytestmark = pytest.mark.xdist_group("postgres")
+
 EXAMPLES = ROOT / "examples"
 QIS = ["age", "sex", "zip", "education"]
 SCHEMA = "dbt_example"  # the models' schema (ANONYDB_PG_SCHEMA); the sources are in "anonydb"

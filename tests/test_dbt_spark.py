@@ -31,6 +31,10 @@ import anonydb
 from conftest import ROOT
 from test_dbt import _dbt
 
+#: pytest -n: every test of one engine on one worker, which starts its Spark session once
+pytestmark = [pytest.mark.xdist_group("spark"), pytest.mark.slow]  # the dbt package runs on DuckDB and
+# PostgreSQL in the fast tier; its Spark build (a JVM of its own) in the slow one
+
 EXAMPLES = ROOT / "examples"
 QIS = ["age", "sex", "zip", "education"]
 SCHEMA = "anonydb_example"  # the profile's schema: the Hive database the models are written to

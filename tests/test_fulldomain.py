@@ -152,7 +152,7 @@ def check_release(engine, oracle: FullDomainOracle, names: list[str], node: tupl
 
 
 # -- 1. equality with the oracle -------------------------------------------------------------------
-@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=cases())
 def test_same_as_oracle(engine, case):
     oracle, call = _run(engine, case)

@@ -28,6 +28,9 @@ psycopg = pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip
 from anonydb.engines import connect_postgres  # noqa: E402
 from anonydb.engines.postgres import PostgresEngine, copy_from_duckdb, to_postgres  # noqa: E402
 
+#: pytest -n: every test of one engine on one worker, which starts its server once
+pytestmark = pytest.mark.xdist_group("postgres")
+
 #: the most rows any statement of a check may return to Python: the violating groups listed
 #: (max_groups = 20) times the sensitive values shown per group, plus the dictionary's per-column counts
 MAX_GROUPS = 20

@@ -16,6 +16,9 @@ import pytest
 from conftest import ROOT
 from pg_server import find_bin_dir
 
+#: pytest -n: every test of one engine on one worker, which starts its server once
+pytestmark = pytest.mark.xdist_group("postgres")
+
 ADULT = ROOT.parent / "shared" / "datasets" / "adult"
 QI = "age,sex,race,marital-status"
 

@@ -31,6 +31,9 @@ psycopg = pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip
 
 from anonydb.engines.postgres import NotAvailable  # noqa: E402
 
+#: pytest -n: every test of one engine on one worker, which starts its server once
+pytestmark = pytest.mark.xdist_group("postgres")
+
 #: the most rows any one statement of a method may return to Python: per-round or per-batch
 #: summaries (a batch of lattice nodes, a round's counts), never the data
 MAX_FETCHED = 200
@@ -282,7 +285,7 @@ def small_tables(draw):
     return draw(st.lists(row, min_size=n, max_size=n)), draw(st.integers(1, 4))
 
 
-@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=small_tables())
 def test_random_tables_same(duck, pg, case):
     rows, k = case
@@ -339,6 +342,7 @@ def timed(fn, **kw):
     return r, time.perf_counter() - t
 
 
+@pytest.mark.slow
 def test_adult_fulldomain_same(duck, pg, adult, record_property):
     kw = dict(source="pm_adult", qi=ADULT_QI, hierarchies={q: adult[q] for q in ADULT_QI}, out="pm_afd",
               replace=True, seed=1, k=5, max_suppression=0.02)
@@ -352,6 +356,7 @@ def test_adult_fulldomain_same(duck, pg, adult, record_property):
     same_rows(duck, pg, "pm_afd")
 
 
+@pytest.mark.slow
 def test_adult_mondrian_same(duck, pg, adult, record_property):
     kw = dict(source="pm_adult", qi=ADULT_QI, sensitive="occupation", out="pm_amon", replace=True, seed=1, k=10,
               plan="levelwise")
@@ -364,6 +369,7 @@ def test_adult_mondrian_same(duck, pg, adult, record_property):
     same_rows(duck, pg, "pm_amon")
 
 
+@pytest.mark.slow
 def test_adult_anatomy_same(duck, pg, adult):
     for l in (2, 3):
         d, p = on_both(duck, pg, anatomy, source="pm_adult", qi=ADULT_QI, sensitive="occupation", l=l,
@@ -372,6 +378,7 @@ def test_adult_anatomy_same(duck, pg, adult):
         assert anatomy_groups(pg, "pm_aana_st") == anatomy_groups(duck, "pm_aana_st")
 
 
+@pytest.mark.slow
 def test_adult_spalm_same(duck, pg, adult):
     for eng in (duck, pg):
         eng.execute("DROP TABLE IF EXISTS pm_apriv")

@@ -321,6 +321,7 @@ def test_cli_presence(table1, tmp_path, capsys):
     assert "drop --k" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_adult_pair(datasets, engine):
     """docs/methods.md's worked example: adult_subset.csv (T) within adult.csv (P), (0.05, 0.15)-presence."""
     a = datasets / "adult"

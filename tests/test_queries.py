@@ -270,7 +270,7 @@ def load(engine, rows, groups, b_mode):
     return rel
 
 
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tables(), st.lists(queries(), min_size=1, max_size=8), st.sampled_from(["set", "hier"]))
 def test_oracle_random_tables(data, qs, b_mode):
     rows, groups = data

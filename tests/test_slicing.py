@@ -794,6 +794,7 @@ def test_docs_slicing_example_runs():
     assert len(rows) == 3 and {"bucket_id", "row_in_bucket", "occupation"} <= set(rows[0])
 
 
+@pytest.mark.slow
 def test_slice_adult_example_runs(datasets, capsys):
     """examples/slice_adult.py runs as written on Adult (l = 5, c = 3) and prints a verified release."""
     import runpy

@@ -16,7 +16,12 @@ from anonydb.engines.spark import SparkEngine, to_spark
 
 from conftest import ENGINE_MODELS, make_table, same_values, spark_view
 
-MODELS = ENGINE_MODELS
+#: pytest -n: every test of one engine on one worker, which starts its Spark session once
+pytestmark = pytest.mark.xdist_group("spark")
+
+#: the census report's models: five in the fast tier (one per kind of verdict template), all in the slow
+FAST_MODELS = ("k", "l-distinct", "t-ordered", "nt", "several")
+MODELS = [p if p.id in FAST_MODELS else pytest.param(*p.values, id=p.id, marks=pytest.mark.slow) for p in ENGINE_MODELS]
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +64,7 @@ def assert_same(duck, eng, table, qi, sensitive, **params):
     return s
 
 
-@pytest.mark.parametrize("coded", [False, True], ids=["column-keys", "integer-keys"])
+@pytest.mark.parametrize("coded", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["column-keys", "integer-keys"])
 @pytest.mark.parametrize("params", MODELS)
 def test_census_same_report(duck, eng, census, params, coded, monkeypatch):
     import anonydb.checker as checker

@@ -17,6 +17,9 @@ import pytest
 
 from conftest import ROOT
 
+#: pytest -n: every test of one engine on one worker, which starts its Spark session once
+pytestmark = pytest.mark.xdist_group("spark")
+
 ADULT = ROOT.parent / "shared" / "datasets" / "adult" / "adult.csv"
 QI = "sex,age,race,marital-status"
 
@@ -37,6 +40,7 @@ def adult():
     return str(ADULT)
 
 
+@pytest.mark.slow
 def test_check_same_as_duckdb(adult):
     args = ["check", adult, "--qi", QI, "--sensitive", "occupation", "--k", "5", "--l", "2", "--t", "0.3", "--json"]
     d, s = run(*args), run(*args, "--engine", "local[2]")
@@ -45,6 +49,7 @@ def test_check_same_as_duckdb(adult):
     assert sj["verdicts"] == dj["verdicts"] and sj["rows"] == dj["rows"] == 30162
 
 
+@pytest.mark.slow
 def test_release_to_parquet_folder(adult, tmp_path):
     out = tmp_path / "adult_k10.parquet"
     args = ["anonymize", adult, "--engine", "local[2]", "--qi", QI, "--sensitive", "occupation", "--k", "10",
@@ -132,6 +137,7 @@ def connect_url(adult, tmp_path_factory):
         subprocess.run(["bash", str(home / "sbin" / "stop-connect-server.sh")], env=env, capture_output=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_spark_connect_check_and_release(adult, connect_url, tmp_path):
     """--engine sc://: the check answers as DuckDB does; Mondrian's release (its last step a grouped
     step on the server's workers) is the one a local session makes, and is exported by the server."""

@@ -23,6 +23,9 @@ from anonydb.sqlgen import ident
 
 from conftest import ENGINE_MODELS, examples, make_table, need_shared, outcome, same_values, spark_view
 
+#: pytest -n: every test of one engine on one worker, which starts its Spark session once
+pytestmark = pytest.mark.xdist_group("spark")
+
 STAGE = "__anonydb_stage_"
 #: the most rows any one query of a method may bring to the driver: per-round summaries, never data
 MAX_FETCHED = 200
@@ -151,7 +154,7 @@ def test_fulldomain_small_same(duck, sp, hand):
     same_rows(duck, sp, "sm_fd")
 
 
-@pytest.mark.parametrize("params", [dict(k=3), dict(k=2, l=2, relaxed=True)])
+@pytest.mark.parametrize("params", [dict(k=3), pytest.param(dict(k=2, l=2, relaxed=True), marks=pytest.mark.slow)])
 def test_mondrian_small_same(duck, sp, hand, params):
     kw = dict(source="sm_hand_m", qi=["age", "sex", "zip"], sensitive="disease", out="sm_mon", replace=True, seed=5,
               **params)
@@ -245,6 +248,7 @@ def census(duck, spark):
     return "sm_census"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fragment_rows", [1_000_000, 700], ids=["one-fragment", "rounds-then-fragments"])
 def test_mondrian_census_same(duck, sp, census, fragment_rows, monkeypatch):
     """The same release whether Spark finishes the whole table on one worker, or cuts it in
@@ -258,6 +262,7 @@ def test_mondrian_census_same(duck, sp, census, fragment_rows, monkeypatch):
     same_classes(duck, sp, "sm_cmon")
 
 
+@pytest.mark.slow
 def test_anatomy_census_same(duck, sp, census):
     kw = dict(source=census, qi=CENSUS_QI, sensitive="occupation", l=3, out="sm_cana", replace=True, seed=4)
     d, s = anatomy(engine=duck, **kw), anatomy(engine=sp, **kw)
@@ -265,6 +270,7 @@ def test_anatomy_census_same(duck, sp, census):
     assert anatomy_groups(sp, "sm_cana_st") == anatomy_groups(duck, "sm_cana_st")
 
 
+@pytest.mark.slow
 def test_mpalm_census_same(duck, sp, census, spark):
     """MPALM (Mondrian over the flagged public table, judged by delta-presence) on both engines."""
     duck.execute("CREATE OR REPLACE TABLE sm_cpriv AS SELECT * FROM sm_census WHERE age % 3 = 0")
@@ -297,6 +303,7 @@ def same_check(duck, sp, table, qi, sa, **params):
     assert same_values(s, d), (s, d)
 
 
+@pytest.mark.slow
 def test_big_checks_same(duck, sp, big):
     for p in ENGINE_MODELS:
         params = p.values[0]
@@ -304,6 +311,7 @@ def test_big_checks_same(duck, sp, big):
         same_check(duck, sp, big, ["age", "sex", "race", "education"], sa, **params)
 
 
+@pytest.mark.slow
 def test_big_mondrian_same(duck, sp, big):
     kw = dict(source=big, qi=CENSUS_QI + ["zip"], sensitive="occupation", out="sm_bmon", replace=True, seed=2, k=10)
     mark = len(sp.fetched)
@@ -326,6 +334,7 @@ def adult(duck, spark):
     return {a: Hierarchy.from_arx(p) for a, p in adult_hierarchy_paths(folder).items()}
 
 
+@pytest.mark.slow
 def test_adult_checks_same(duck, sp, adult):
     for p in ENGINE_MODELS:
         params = p.values[0]
@@ -333,6 +342,7 @@ def test_adult_checks_same(duck, sp, adult):
         same_check(duck, sp, "sm_adult", ADULT_QI[:4], sa, **params)
 
 
+@pytest.mark.slow
 def test_adult_mondrian_same(duck, sp, adult):
     kw = dict(source="sm_adult", qi=ADULT_QI, sensitive="occupation", out="sm_amon", replace=True, seed=1, k=10)
     mark = len(sp.fetched)
@@ -342,6 +352,7 @@ def test_adult_mondrian_same(duck, sp, adult):
     same_classes(duck, sp, "sm_amon")
 
 
+@pytest.mark.slow
 def test_adult_fulldomain_same(duck, sp, adult):
     qi = ADULT_QI[:4]
     kw = dict(source="sm_adult", qi=qi, hierarchies={q: adult[q] for q in qi}, out="sm_afd", replace=True, seed=1,
@@ -353,6 +364,7 @@ def test_adult_fulldomain_same(duck, sp, adult):
     same_rows(duck, sp, "sm_afd")
 
 
+@pytest.mark.slow
 def test_adult_anatomy_same(duck, sp, adult):
     kw = dict(source="sm_adult", qi=ADULT_QI, sensitive="occupation", l=3, out="sm_aana", replace=True, seed=1)
     d, s = anatomy(engine=duck, **kw), anatomy(engine=sp, **kw)
@@ -360,6 +372,7 @@ def test_adult_anatomy_same(duck, sp, adult):
     assert anatomy_groups(sp, "sm_aana_st") == anatomy_groups(duck, "sm_aana_st")
 
 
+@pytest.mark.slow
 def test_adult_spalm_same(duck, sp, adult, spark):
     duck.execute("CREATE OR REPLACE TABLE sm_apriv AS SELECT * FROM sm_adult WHERE age % 3 = 0")
     spark_view(duck, spark, "sm_apriv")
@@ -384,7 +397,7 @@ def small_tables(draw):
     return draw(st.lists(row, min_size=n, max_size=n)), draw(st.integers(1, 4))
 
 
-@settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(2), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=small_tables())
 def test_random_tables_same(duck, sp, spark, case):
     rows, k = case

@@ -219,7 +219,7 @@ def test_empty_table(script_file):
 values = st.one_of(st.none(), st.integers(0, 3))
 
 
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.lists(st.tuples(values, values, st.sampled_from([None, "p", "q", "r"])), min_size=1, max_size=25))
 def test_random_tables_equal_python(script_file, tmp_path_factory, data):
     """Small random tables with NULLs in the QIs and the sensitive attribute: every check equals
