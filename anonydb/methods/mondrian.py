@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable
 from ..checker import build_models, check
 from ..engines.base import Engine
 from ..engines import connect
-from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable
+from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable, option
 from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
 from ..models import GroupContext, Model, NTCloseness
 from ..schema import is_numeric_type, kind_of_type, split_list
@@ -204,8 +204,14 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                 pub.verify(stage, sensitive, plain, columns.keep, hierarchies=sa_h, exclude=_unjudged,
                            expected_groups=None if columns.keep else n_classes)
             nt = [m for m in verify_models if isinstance(m, NTCloseness)]
-            if nt:
-                _attach(pub, stage, planner.verify_nt(nt, stage, tree))
+            if nt:  # over every published column too: a kept column splits a class into groups judged alone
+                report = planner.verify_nt(nt, stage, tree, columns.keep)
+                if not report.holds and columns.keep and planner.verify_nt(nt, stage, tree).holds:
+                    bad = next(v for v in report.verdicts if not v.holds)
+                    raise InputError(f"the kept column(s) {', '.join(columns.keep)} break {bad.model} "
+                                     f"({bad.violating_groups} groups over the published columns violate it); publish "
+                                     f"them as quasi-identifiers or not at all ({option('keep')}); nothing was written")
+                _attach(pub, stage, report)
             if planner.bt:  # judged per tuple from the final classes' rows, with the priors already estimated
                 _attach(pub, stage, planner.verify_bt(joined))
             report = pub.staged[stage]
@@ -685,18 +691,25 @@ class _Planner:
         return Report(source=joined, qi=["eq_class"], sensitive=self.sa, rows=rows, groups=0, smallest_group=0,
                       largest_group=0, verdicts=out)
 
-    def verify_nt(self, models: list[NTCloseness], release: str, tree: str):
+    def verify_nt(self, models: list[NTCloseness], release: str, tree: str, keep: Iterable[str] = ()):
         """(n,t)-closeness of the release against its partition tree: each equivalence class with
         fewer than n rows must be within t of some ancestor partition with >= n rows, all
-        distributions recomputed from the released rows [Li thesis Fig 2.1]."""
+        distributions recomputed from the released rows [Li thesis Fig 2.1]. With ``keep`` (kept
+        columns, published unchanged) the groups are the rows sharing the class and the kept values
+        (the release's groups over every published column), each judged against its class's
+        partition and ancestors."""
         from ..checker import Report, evaluate_model
         e, s = self.eng, self.s
+        keep = list(keep)
+        keys = ["_adb_pid", "_adb_kg"] if keep else ["_adb_pid"]
+        kg = (f", CAST(dense_rank() OVER (ORDER BY {', '.join(f'{ident(c)} NULLS LAST' for c in keep)}) AS BIGINT) "
+              f"AS _adb_kg" if keep else "")
         out = []
         for m in models:
             n = m.n
             cls = s.table(f"SELECT DISTINCT eq_class AS _adb_pid FROM {ident(release)}")
-            cells = s.table(f"SELECT eq_class AS _adb_pid, {ident(self.sa)} AS _adb_sa, count(*) AS _adb_cnt "
-                            f"FROM {ident(release)} GROUP BY ALL")
+            cells = s.table(f"SELECT {', '.join(keys)}, _adb_sa, count(*) AS _adb_cnt FROM (SELECT eq_class AS _adb_pid"
+                            f"{kg}, {ident(self.sa)} AS _adb_sa FROM {ident(release)}) AS r GROUP BY ALL")
             # ancestors (inclusive) of each class through the tree; the class id is the leaf pid
             paths = s.table(f"WITH RECURSIVE up(_adb_pid, _adb_ref) AS (SELECT _adb_pid, _adb_pid FROM {ident(cls)} "
                             f"UNION ALL SELECT u._adb_pid, t._adb_parent FROM up AS u JOIN {ident(tree)} AS t "
@@ -709,10 +722,10 @@ class _Planner:
             anc = s.table(f"SELECT _adb_pid, _adb_ref FROM {ident(paths)} WHERE _adb_ref IN "
                           f"(SELECT _adb_sup FROM {ident(refs)})")
             glob = s.table(f"SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt FROM {ident(cells)} GROUP BY _adb_sa")
-            groups = s.table(self.eng.render("check_groups.sql.j2", keys=["_adb_pid"], cells=cells))
+            groups = s.table(self.eng.render("check_groups.sql.j2", keys=keys, cells=cells))
             domain = e.scalar(f"SELECT count(*) FROM {ident(glob)}")
-            ctx = self.ctx(cells, groups, ["_adb_pid"], glob, domain, ancestors=anc, references=refs)
-            ctx.qi_columns = ["_adb_pid"]
+            ctx = self.ctx(cells, groups, keys, glob, domain, ancestors=anc, references=refs)
+            ctx.qi_columns = list(keys)
             out.append(evaluate_model(m, ctx, 3, None))
         rows = e.scalar(f"SELECT count(*) FROM {ident(release)}")
         return Report(source=release, qi=["eq_class"], sensitive=self.sa, rows=rows, groups=0, smallest_group=0,
