@@ -150,6 +150,7 @@ def test_audit_refuses_bad_rule_options_in_one_line(tmp_path, capsys, extra, mes
     assert err.count("\n") == 1 and message in err, err
 
 
+@pytest.mark.slow
 def test_audit_of_the_thesis_injector_release_of_adult(tmp_path, capsys):
     """Done when [issue 47]: Injector at the thesis's setting on Adult (6 QIs of Table 2.6 with the
     ARX hierarchies, l = 6, minExp 0.9, itemsets of >= 1000 tuples) names its rules; audited under

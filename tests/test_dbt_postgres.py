@@ -201,6 +201,7 @@ def test_generic_tests_agree_with_the_checks_on_postgres(engine, pg, seed):
             assert con.execute(below).fetchall()
 
 
+@pytest.mark.slow
 def test_package_release_on_postgres_is_verified_and_refused_when_too_fine(project, pg):
     """dbt_anonydb.generalized_release built by PostgreSQL: only the listed columns, every row,
     k >= 5 and l >= 2 by anonydb.check; too fine for k = 5, it stops with one line and no table."""

@@ -428,6 +428,7 @@ def adult(request):
 QI6 = ["age", "workclass", "education", "marital-status", "race", "sex"]
 
 
+@pytest.mark.slow
 def test_adult_bt_release_has_fewer_vulnerable_tuples(adult):
     """para2 (k = l = 4, t = 0.2, b = 0.3), adversary b' = 0.3: the (B,t)-private release has no
     vulnerable tuple and fewer than the distinct 4-diverse release [thesis Fig. 3.5(b)]."""

@@ -353,6 +353,7 @@ def test_fuzzy_bad_inputs(engine):
         mine_rules("toy", ["age", "sex"], "disease", engine=engine, fuzzy=["sex"])
 
 
+@pytest.mark.slow
 def test_injector_at_the_thesis_defaults_on_adult(engine):
     """Thesis §3.7.2 defaults (l = 6, minExp = 0.9, minConf = 1) on Adult's 6 QIs of Table 2.6 with
     the ARX hierarchies: with rules formed from itemsets of at least 1000 tuples (the thesis's kind
