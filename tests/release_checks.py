@@ -7,7 +7,8 @@ from the QIs the call declared.
   ``anonymize`` parameters, straight from the definitions in plain Python (counts, entropy with
   the natural log, recursive (c,l), (alpha,k), delta-disclosure, t-closeness, (n,t)-closeness);
 * :func:`mondrian_supersets`: the natural supersets of Mondrian classes for (n,t)-closeness
-  (every partition a sequence of axis-parallel cuts can form from the published boxes);
+  (every partition a sequence of strict axis-parallel cuts can form from the published boxes);
+* :func:`region_failures`: (n,t)-closeness judged by regions of the QI space (every box);
 * :func:`assert_rows_covered`: the released rows are the source rows, each released value
   covering the original (a perfect matching, so no row id needs to be published).
 """
@@ -22,6 +23,7 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
 from anonydb.sqlgen import ident
 
+from campaign_oracle import matching
 from fulldomain_oracle import emd_equal
 from oracle import delta_of, dist_ordered, distinct_l, distribution, emd_lp, entropy_l, recursive_holds
 
@@ -149,9 +151,8 @@ def region_failures(params: Mapping[str, Any], points: Sequence[tuple], values: 
                     classes: Mapping[Hashable, Sequence[int]]) -> list[tuple[Hashable, str]]:
     """(n,t)-closeness judged by regions of the QI space [Li thesis Def 2.2.2]: a class of fewer
     than n records holds when some box over the QI values (every dimension a run of the sorted
-    values present) contains all its records and at least n
-    records in all, with an equal-distance EMD <= t between the class and the box's records
-    (values in sorted order, NULL last, as Mondrian codes them).
+    values present, NULL last, as Mondrian codes them) contains all its records and at least n
+    records in all, with an equal-distance EMD <= t between the class and the box's records.
     ``points``: each record's QI tuple; ``values``: its sensitive value; ``classes``: the record
     indexes of each class. Brute force over every box, for small tables."""
     n, t = params["n"], _exact(params["t"])
@@ -186,20 +187,8 @@ def region_failures(params: Mapping[str, Any], points: Sequence[tuple], values: 
 # -- the released rows are the source rows ---------------------------------------------------------
 def assert_rows_covered(source: Sequence[Any], released: Sequence[Any], covers: Callable[[Any, Any], bool]) -> None:
     """A one-to-one map from the released rows onto the source rows with ``covers(source_row,
-    released_row)`` for every pair (Kuhn's augmenting paths): every source row is released once,
-    generalized to values that cover its own."""
+    released_row)`` for every pair (campaign_oracle.matching, Kuhn's augmenting paths): every
+    source row is released once, generalized to values that cover its own."""
     assert len(released) == len(source), f"{len(released)} rows released for {len(source)} source rows"
-    fits = [[i for i, s in enumerate(source) if covers(s, r)] for r in released]
-    owner: dict[int, int] = {}
-
-    def place(j: int, tried: set) -> bool:
-        for i in fits[j]:
-            if i not in tried:
-                tried.add(i)
-                if i not in owner or place(owner[i], tried):
-                    owner[i] = j
-                    return True
-        return False
-
-    for j in range(len(released)):
-        assert place(j, set()), f"released row {released[j]} covers no source row left unmatched"
+    assert matching(source, released, covers) is not None, \
+        "no one-to-one map of the released rows onto source rows they cover"
