@@ -36,11 +36,11 @@ from typing import Any, Callable, Iterable
 from ..checker import build_models, check
 from ..engines.base import Engine
 from ..engines import connect
-from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable, option
+from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable
 from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
 from ..models import GroupContext, Model, NTCloseness
 from ..schema import is_numeric_type, kind_of_type, split_list
-from ..release.publish import Publication, publication_lines, resolve_roles
+from ..release.publish import Publication, kept_columns_break, publication_lines, resolve_roles
 from ..sources import open_source
 from ..sqlgen import ident, literal
 
@@ -207,10 +207,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             if nt:  # over every published column too: a kept column splits a class into groups judged alone
                 report = planner.verify_nt(nt, stage, tree, columns.keep)
                 if not report.holds and columns.keep and planner.verify_nt(nt, stage, tree).holds:
-                    bad = next(v for v in report.verdicts if not v.holds)
-                    raise InputError(f"the kept column(s) {', '.join(columns.keep)} break {bad.model} "
-                                     f"({bad.violating_groups} groups over the published columns violate it); publish "
-                                     f"them as quasi-identifiers or not at all ({option('keep')}); nothing was written")
+                    raise kept_columns_break(columns.keep, next(v for v in report.verdicts if not v.holds))
                 _attach(pub, stage, report)
             if planner.bt:  # judged per tuple from the final classes' rows, with the priors already estimated
                 _attach(pub, stage, planner.verify_bt(joined))

@@ -261,6 +261,14 @@ def drop_staged(eng: Engine, names: Iterable[str]) -> None:
 
 
 # --- verification over every published column ------------------------------------------------------------
+def kept_columns_break(keep: list[str], bad: Any) -> InputError:
+    """The refusal when the kept columns alone make the failing verdict ``bad`` fail: the user's own
+    columns are the cause (bad input), not the method."""
+    return InputError(f"the kept column(s) {', '.join(keep)} break {bad.model} ({bad.violating_groups} groups over "
+                      f"the published columns violate it); publish them as quasi-identifiers or not at all "
+                      f"({option('keep')}); nothing was written")
+
+
 def verify_published(eng: Engine, stage: str, sensitive: str | None, models: list, keep: list[str],
                      what: str = "release", exclude: Iterable[str] = (), **check_args: Any) -> Any:
     """Check ``models`` on the staged release grouped by every published column but the sensitive
@@ -276,10 +284,7 @@ def verify_published(eng: Engine, stage: str, sensitive: str | None, models: lis
     if keep:
         without = [c for c in cols if c not in keep]
         if check(stage, without, sensitive, models=models, engine=eng, max_groups=1, **check_args).holds:
-            # the user's own columns are the cause (bad input), not the method: a refusal, InputError
-            raise InputError(f"the kept column(s) {', '.join(keep)} break {bad.model} ({bad.violating_groups} "
-                             f"groups over the published columns violate it); publish them as quasi-identifiers or not "
-                             f"at all ({option('keep')}); nothing was written")
+            raise kept_columns_break(keep, bad)
     g = bad.violations[0] if bad.violations else None
     where = f"; e.g. a group of {g.size} rows, value {g.value}" if g else ""
     raise AnonyDBError(f"verification failed: {bad.model} does not hold on the {what} ({bad.violating_groups} groups "
