@@ -21,7 +21,7 @@ from .errors import InputError
 from .hierarchy import validate_all
 from .models import (AlphaKAnonymity, DeltaDisclosure, GroupContext, GroupViolation, KAnonymity, LDiversity, Model,
                      NTCloseness, TCloseness, Verdict)
-from .schema import is_numeric_type, split_list, validate_roles
+from .schema import is_numeric_type, split_list, validate_person, validate_roles
 from .sources import open_source
 from .sqlgen import ident
 
@@ -37,6 +37,8 @@ class Report:
     largest_group: int
     verdicts: list[Verdict] = field(default_factory=list)
     public: str | None = None  # delta-presence: the public table the groups (its rows' classes) come from
+    person: str | None = None  # record owners: the column naming each record's person
+    persons: int | None = None  # their number (group sizes and violating counts are then persons)
 
     @property
     def holds(self) -> bool:
@@ -52,6 +54,7 @@ class Report:
         return {
             "source": self.source, **({"public": self.public} if self.public is not None else {}),
             "qi": self.qi, "sensitive": self.sensitive, "rows": self.rows,
+            **({"person": self.person, "persons": self.persons} if self.person is not None else {}),
             "groups": self.groups, "smallest_group": self.smallest_group, "largest_group": self.largest_group,
             "holds": self.holds, "verdicts": [v.to_dict() for v in self.verdicts],
         }
@@ -60,11 +63,15 @@ class Report:
         return json.dumps(self.to_dict(), indent=indent, default=str)
 
     def format(self, max_groups: int = 5) -> str:
+        unit = "persons" if self.person is not None else "rows"
         lines = [
-            f"source: {self.source}  ({self.rows} rows)" if self.public is None else
+            f"source: {self.source}  ({self.rows} rows)" if self.public is None and self.person is None else
+            f"source: {self.source}  ({self.rows} rows of {self.persons} persons, by {self.person})"
+            if self.public is None else
             f"source: {self.source} against the public table {self.public}  ({self.rows} public rows)",
             f"quasi-identifiers: {', '.join(self.qi)}" + (f"   sensitive: {self.sensitive}" if self.sensitive else ""),
-            f"groups: {self.groups}  (smallest {self.smallest_group}, largest {self.largest_group})",
+            f"groups: {self.groups}  (smallest {self.smallest_group}, largest {self.largest_group}"
+            + (" persons)" if self.person is not None else ")"),
             "",
         ]
         for v in self.verdicts:
@@ -73,7 +80,7 @@ class Report:
             ach = ", ".join(f"{k} = {_fmt(x)}" for k, x in v.achieved.items())
             line = f"  {status:5}  {v.model} ({params}): achieved {ach}"
             if not v.holds:
-                line += f"; {v.violating_groups} of {v.groups} groups ({v.violating_rows} rows) violate"
+                line += f"; {v.violating_groups} of {v.groups} groups ({v.violating_rows} {unit}) violate"
             lines.append(line)
             if v.note:
                 lines.append(f"         note: {v.note}")
@@ -82,7 +89,8 @@ class Report:
                 dist = ""
                 if g.distribution is not None:
                     dist = "  {" + ", ".join(f"{_fmt(s)}: {c}" for s, c in g.distribution.items()) + "}"
-                lines.append(f"         group [{key}] size {g.size} value {_fmt(g.value)}{dist}")
+                size = f"{g.size} persons" if self.person is not None else g.size
+                lines.append(f"         group [{key}] size {size} value {_fmt(g.value)}{dist}")
             if len(v.violations) > max_groups:
                 lines.append(f"         ... {v.violating_groups - max_groups} more violating groups")
         lines.append("")
@@ -148,7 +156,7 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
           models: list[Model] | None = None, engine: Engine | Any = None,
           hierarchies: dict[str, Any] | None = None, kinds: dict[str, str] | None = None,
           max_groups: int = 20, distribution_of: str | None = None, name: str | None = None,
-          expected_groups: int | None = None, **params: Any) -> Report:
+          expected_groups: int | None = None, person: str | None = None, **params: Any) -> Report:
     """Check ``source`` (a table/view name or a CSV/Parquet path) against privacy models.
 
     Models come from ``models`` or from the parameters ``k``, ``l`` (+ ``l_variant``, ``c``),
@@ -163,7 +171,9 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
     (a caller that opened the user's file as a scratch view passes the file). ``expected_groups``:
     how many QI groups the caller knows the table to have (a release's classes); at most one per
     COLUMN_KEY_SHARE rows, the groups are keyed by the columns themselves (the plan only: the
-    report is the same).
+    report is the same). ``person``: the column naming each record's owner; every model then
+    judges distinct persons (their definitions: :mod:`anonydb.models.base` and each model's module),
+    and the report counts persons (``distribution_of`` must hold the column too).
     """
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -200,6 +210,17 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
         rows = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")
         if not rows:
             raise InputError(f"{label} is empty: there is nothing to check")
+        if person is not None:
+            validate_person(eng, relation, person, qi_cols, sensitive, label=label)
+            ctx = _person_context(eng, s, relation, qi_cols, sa, person, distribution_of, types, hierarchies,
+                                  sensitive, models)
+            ngroups, smallest, largest = eng.fetch_rows(f"SELECT count(*), min(_adb_n), max(_adb_n) "
+                                                        f"FROM {ident(ctx.groups)}")[1][0]
+            limit = max_groups if max_groups is not None else int(ngroups)
+            verdicts = [evaluate_model(m, ctx, limit, None, source=relation) for m in models]
+            return Report(source=label, qi=qi_cols, sensitive=sensitive, rows=int(rows), groups=ngroups,
+                          smallest_group=smallest, largest_group=largest, verdicts=verdicts, person=person,
+                          persons=ctx.total)
         few = expected_groups is not None and expected_groups * COLUMN_KEY_SHARE <= rows
         if rows <= COLUMN_KEY_ROWS or few or _key_too_wide(eng, relation, qi_cols):
             coding, dict_table = None, None
@@ -305,6 +326,35 @@ def _group_coding(eng: Engine, s: Any, relation: str, qi: list[str],
     return coded, d
 
 
+def _person_context(eng: Engine, s: Any, relation: str, qi: list[str], sa: str | None, person: str,
+                    distribution_of: str | None, types: dict[str, str], hierarchies: dict[str, Any],
+                    sensitive: str | None, models: list[Model]) -> GroupContext:
+    """The groups of ``relation`` counted in record owners (:mod:`anonydb.models.base`), keyed by
+    the QI columns: cells c_s(E), groups (n persons, r records, m facts, d, mx, sum c ln c) and the
+    whole table's persons per value (of ``distribution_of`` when given)."""
+    if any(getattr(m, "needs_members", False) for m in models):
+        raise InputError("(B,t)-privacy judges each row's QI tuple, not persons: drop person, or check "
+                         "another model")
+    cells = s.table(eng.render("check_person_cells.sql.j2", keys=qi, person=person, sensitive=sa,
+                               source=relation)) if sa else None
+    groups = s.table(eng.render("check_person_groups.sql.j2", keys=qi, person=person, cells=cells, source=relation))
+    total = eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(relation)}")
+    glob, domain, facts, glob_persons, sa_nulls = None, 0, 0, total, True
+    if sa:
+        dist = distribution_of if distribution_of is not None else relation
+        glob = s.table(f"SELECT {ident(sa)} AS _adb_sa, count(DISTINCT {ident(person)}) AS _adb_cnt "
+                       f"FROM {ident(dist)} GROUP BY 1")
+        domain, facts, sa_nulls = eng.fetch_rows(f"SELECT count(*), sum(_adb_cnt), count(*) FILTER (WHERE _adb_sa IS NULL) "
+                                                 f"FROM {ident(glob)}")[1][0]
+        if distribution_of is not None:
+            glob_persons = eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(dist)}")
+    return GroupContext(
+        engine=eng, keys=qi, cells=cells, groups=groups, glob=glob, total=int(total), domain=int(domain),
+        sensitive=sa, sensitive_numeric=bool(sa) and is_numeric_type(types[sa]), sa_nulls=bool(sa_nulls),
+        sa_hierarchy=hierarchies.get(sensitive) if sensitive else None, scratch=s, qi_columns=qi,
+        persons=True, facts=int(facts or 0), glob_persons=int(glob_persons))
+
+
 def _distribution(s: Any, relation: str, sa: str) -> str:
     """A table of ``relation``'s sensitive-value distribution (_adb_sa, _adb_cnt): Q, the whole table's."""
     return s.table(f"SELECT {ident(sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(relation)} GROUP BY 1")
@@ -393,7 +443,7 @@ def evaluate_model(model: Model, ctx: GroupContext, limit: int, dict_table: str 
     its rows of those groups' QI values)."""
     eng, s = ctx.engine, ctx.scratch
     model.prepare(ctx)
-    rendered = model.verdicts(ctx)
+    rendered = model.judge(ctx)
     verdicts = rendered.sql
     if model.materialize:  # expensive plans (EMDs, windows) run once, then are read twice
         verdicts = f"SELECT * FROM {ident(s.table(rendered))}"  # logged under the model's template

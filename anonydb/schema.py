@@ -112,3 +112,40 @@ def validate_roles(engine: Engine, relation: str, qi: list[str], sensitive: str 
             raise InputError(f"{kind} attribute {c!r} holds {says}: {shown}{more} "
                              f"({n} row{'s' if n != 1 else ''} in all)")
     return {c: cols[c] for c in qi + ([sensitive] if sensitive else [])}
+
+
+def validate_person(engine: Engine, relation: str, person: str, qi: list[str], sensitive: str | None,
+                    label: str | None = None) -> None:
+    """Check the person column (the record owner's key): it exists, has no other role and no NULL
+    (a NULL is not a person: its records could belong to anyone, and would count as no one)."""
+    label = label or relation
+    cols = dict(engine.columns(relation))
+    if person not in cols:
+        raise InputError(f"person column {person!r} (--person) not found in {label}; its columns are: {', '.join(cols)}")
+    if person.startswith(RESERVED_PREFIX):
+        raise InputError(f"column {person!r}: names starting with {RESERVED_PREFIX!r} are reserved by anonydb")
+    if person in qi:
+        raise InputError(f"{person!r} is given both as the person column and as a quasi-identifier")
+    if person == sensitive:
+        raise InputError(f"{person!r} is given both as the person column and as the sensitive attribute")
+    nulls = engine.scalar(f"SELECT count(*) FROM {ident(relation)} WHERE {ident(person)} IS NULL")
+    if nulls:
+        raise InputError(f"person column {person!r} is NULL on {nulls} rows of {label}: a NULL is not a person; "
+                         f"give every record its owner or drop those rows")
+
+
+def varying_qi(engine: Engine, relation: str, person: str, qi: list[str]) -> tuple[str, Any] | None:
+    """The first QI (in the given order) that takes more than one value for some person, with one
+    such person (the smallest key), or None: QIs constant per person are what lets a method put all
+    of a person's records in one class."""
+    if not qi:
+        return None
+    counts = ", ".join(f"count(DISTINCT {ident(q)}) + max(CASE WHEN {ident(q)} IS NULL THEN 1 ELSE 0 END) AS _adb_v{i}"
+                       for i, q in enumerate(qi))
+    worst = " OR ".join(f"_adb_v{i} > 1" for i in range(len(qi)))
+    rows = engine.fetch_rows(f"SELECT * FROM (SELECT {ident(person)} AS _adb_p, {counts} FROM {ident(relation)} "
+                             f"GROUP BY {ident(person)}) AS t WHERE {worst} ORDER BY _adb_p LIMIT 1")[1]
+    if not rows:
+        return None
+    r = rows[0]
+    return next(q for i, q in enumerate(qi) if r[1 + i] > 1), r[0]

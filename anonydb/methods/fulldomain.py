@@ -322,7 +322,7 @@ class _Lattice:
             for m in self.models:
                 m.prepare(ctx)
             self.prepared = True
-        parts = [ident(s.table(m.verdicts(ctx).sql)) if m.materialize else f"({m.verdicts(ctx).sql})"
+        parts = [ident(s.table(m.judge(ctx).sql)) if m.materialize else f"({m.judge(ctx).sql})"
                  for m in self.models]
         k = ", ".join(self.keys)
         if len(parts) == 1:  # one row per group already

@@ -394,8 +394,8 @@ class _Planner:
         if first:
             for m in self.models:
                 m.prepare(ctx)
-        parts = [ident(self.s.table(m.verdicts(ctx).sql)) if m.materialize and not inline
-                 else f"({m.verdicts(ctx).sql})" for m in self.models]
+        parts = [ident(self.s.table(m.judge(ctx).sql)) if m.materialize and not inline
+                 else f"({m.judge(ctx).sql})" for m in self.models]
         k = ", ".join(ident(x) for x in keys)
         union = " UNION ALL ".join(f"SELECT {k}, _adb_ok FROM {p} AS v" for p in parts)
         return f"SELECT {k}, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM ({union}) AS u GROUP BY ALL"
@@ -453,7 +453,7 @@ class _Planner:
         for m in self.bt:
             groups = self.groups_of(cells, ["_adb_pid"])
             ctx = self.ctx(cells, groups, ["_adb_pid"], self.glob, self.domain, members=members)
-            worst = self.eng.scalar(f"SELECT max(_adb_num) FROM ({m.verdicts(ctx).sql}) AS v")
+            worst = self.eng.scalar(f"SELECT max(_adb_num) FROM ({m.judge(ctx).sql}) AS v")
             if worst is not None and worst > float(m.t):
                 reasons.append(f"{m.name} (b = {m.b}, t = {float(m.t):g}): in the whole table as one group some "
                                f"tuple's posterior is already {worst:.4f} from its prior; raise t or the bandwidth")

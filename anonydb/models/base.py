@@ -7,11 +7,28 @@ _adb_ok)``: size, the group's achieved value as the exact fraction num/den (a fl
 with den = 1 where the value is transcendental), and the verdict. The same statement serves a
 finished table (keys = the released QI columns) and an anonymizer judging candidate groups
 (keys = partition id and side of a cut, bucket id, lattice node tuple).
+
+Record owners [survey §2.1, Example 2.4; spec-presence-survey §3.2: MultiR k-anonymity,
+(X,Y)-anonymity with Y the person key]: with a person column, a group's size counts distinct
+persons, not rows. The attacker knows the victim's QI values and that the victim is in the
+table; several records of one person must not make a group look larger, nor one person's
+repeated value look like many people's. Every model is then judged on two exact counts:
+
+* n(E) = persons with a record in E; c_s(E) = persons in E with a record whose value is s;
+* m(E) = sum_s c_s(E), the distinct (person, value) facts of E (m = n with one record a person).
+
+Confidence-type models (k, distinct and probabilistic l, (alpha,k), delta-disclosure) read the
+belief about one person, c_s / n (:attr:`Model.measure` "persons"). Distribution-type models
+(entropy and recursive l, t-closeness, (n,t)) need a distribution that sums to one: the facts',
+c_s / m, each person counting once per value they hold, however many records repeat it
+(``measure = "facts"``; :meth:`Model.judge` gives them a context whose group size is m and
+reports the persons). With one record per person both are today's row-level definitions.
 """
 
 from __future__ import annotations
 
 import abc
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -19,7 +36,7 @@ from typing import Any
 
 from ..engines.base import Engine
 from ..errors import InputError
-from ..sqlgen import Rendered
+from ..sqlgen import Rendered, ident
 
 
 @dataclass
@@ -62,6 +79,24 @@ class GroupContext:
     #: expand(_adb_gid, keys...) which vector each group has
     weights: str | None = None
     expand: str | None = None
+    #: record owners: groups' _adb_n counts distinct persons and _adb_m their distinct (person,
+    #: value) facts; cells' _adb_cnt and glob's count persons holding the value; ``total`` is the
+    #: persons judged, ``facts`` the whole table's facts (sum of glob), ``glob_persons`` the persons
+    #: of the table glob was counted on (p(T,s) = glob count / glob_persons)
+    persons: bool = False
+    facts: int = 0
+    glob_persons: int | None = None
+
+    def by_facts(self) -> "GroupContext":
+        """The context a distribution-type model reads under record owners: groups sized by their
+        facts m (a scratch table, made once), the total by the table's facts."""
+        made = self.__dict__.get("_facts_ctx")
+        if made is None:
+            rel = self.scratch.table(f"SELECT {', '.join(ident(k) for k in self.keys)}, _adb_m AS _adb_n, _adb_d, "
+                                     f"_adb_mx, _adb_clnc FROM {ident(self.groups)}")
+            made = dataclasses.replace(self, groups=rel, total=self.facts, persons=False)
+            self.__dict__["_facts_ctx"] = made
+        return made
 
 
 @dataclass
@@ -154,6 +189,9 @@ class Model(abc.ABC):
     #: a group's verdict depends only on its sensitive-value counts and the whole table's (not on
     #: its QI values nor on other groups): a check may judge each distinct count vector once
     by_distribution: bool = False
+    #: under record owners (GroupContext.persons), what the model's group size and distribution
+    #: count: "persons" (c_s / n, a belief about one person) or "facts" (c_s / m, a distribution)
+    measure: str = "persons"
 
     @property
     @abc.abstractmethod
@@ -163,6 +201,14 @@ class Model(abc.ABC):
     @abc.abstractmethod
     def verdicts(self, ctx: GroupContext) -> Rendered:
         """One statement: per group (keys..., _adb_n, _adb_num, _adb_den, _adb_ok)."""
+
+    def judge(self, ctx: GroupContext) -> Rendered:
+        """:meth:`verdicts` under the context's counting: rows, or record owners (a
+        distribution-type model reads the facts, and its verdicts report each group's persons)."""
+        if not ctx.persons or self.measure == "persons":
+            return self.verdicts(ctx)
+        inner = self.verdicts(ctx.by_facts())
+        return ctx.engine.render("model_persons.sql.j2", inner=inner.sql, keys=ctx.keys, groups=ctx.groups)
 
     @abc.abstractmethod
     def achieved(self, worst_value: Any, ctx: GroupContext) -> dict[str, Any]:

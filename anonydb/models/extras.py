@@ -3,6 +3,11 @@
 * (alpha,k)-anonymity [Wong et al., KDD 2006; survey §3.2]: |E| >= k and max_s p(E,s) <= alpha.
 * delta-disclosure [Brickell & Shmatikov, KDD 2008]: |ln(p(E,s)/p(T,s))| < delta for every group E
   and every sensitive value s of the table (a group lacking a value fails for every delta).
+
+Record owners (see :mod:`anonydb.models.base`): both are beliefs about one person. (alpha,k):
+n(E) >= k persons and c_s(E) / n(E) <= alpha, c_s the persons of E holding s. delta-disclosure:
+p(E,s) = c_s(E) / n(E) against p(T,s) = C_s / N, the persons of the whole table holding s over its
+persons: what the release adds to the attacker's belief that the victim holds s.
 """
 
 from __future__ import annotations
@@ -59,9 +64,10 @@ class DeltaDisclosure(Model):
         # p(T,s) = the whole table's count of s over the whole table's size: glob's own total, which is
         # not ctx.total (the rows judged) when the table is another's (a release with suppressed rows is
         # judged against its source, checker.check(distribution_of=...))
-        total = SQL(f"(SELECT sum(_adb_cnt) FROM {ident(ctx.glob)})")
+        total = SQL(f"(SELECT sum(_adb_cnt) FROM {ident(ctx.glob)})") if not ctx.persons else ctx.glob_persons
         return ctx.engine.render("model_delta_disclosure.sql.j2", keys=ctx.keys, cells=ctx.cells, glob=ctx.glob,
-                                 sa_nulls=ctx.sa_nulls, total=total, domain=ctx.domain, delta=float(self.delta))
+                                 sa_nulls=ctx.sa_nulls, total=total, domain=ctx.domain, delta=float(self.delta),
+                                 sizes=ctx.groups if ctx.persons else None)
 
     def achieved(self, worst_value, ctx):
         return {"delta": float(worst_value)}

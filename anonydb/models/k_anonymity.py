@@ -1,6 +1,11 @@
 """k-anonymity [Samarati & Sweeney 1998; Li thesis §1.2.1; spec-closeness-slicing 2.1].
 
 Every group holds at least k records: min_E |E| >= k. Achieved: k = the smallest group size.
+
+Record owners (MultiR k-anonymity [Nergiz et al. 2007]; (X,Y)-anonymity with Y the person key
+[Wang & Fung 2006]; survey §2.1, spec-presence-survey §3.2): every group holds at least k distinct
+persons, n(E) >= k, so that a victim's QI values link to no fewer than k people, however many
+records each has.
 """
 
 from __future__ import annotations
@@ -35,5 +40,6 @@ class KAnonymity(Model):
 
     def feasibility_note(self, ctx):
         if self.k > ctx.total:
-            return f"k = {self.k} exceeds the table's {ctx.total} rows: no release of this table can be {self.k}-anonymous"
+            unit = "persons" if ctx.persons else "rows"
+            return f"k = {self.k} exceeds the table's {ctx.total} {unit}: no release of this table can be {self.k}-anonymous"
         return ""

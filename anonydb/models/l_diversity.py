@@ -4,6 +4,13 @@
 * entropy:       -sum_s p(E,s) ln p(E,s) >= ln l (achieved l = exp(min entropy), real-valued);
 * recursive:     (c,l): counts sorted descending r_1 >= ... >= r_m, r_1 < c (r_l + ... + r_m);
 * probabilistic: max_s p(E,s) <= 1/l (l may be real; achieved l = min n/mx, exact).
+
+Record owners (see :mod:`anonydb.models.base`): c_s = persons of E holding s, n = persons of E,
+m = sum_s c_s. Distinct: at least l values held by someone in E. Probabilistic: the belief that
+the victim holds s, c_s / n, is at most 1/l (a person with twelve records of s counts once).
+Entropy: -sum_s (c_s/m) ln(c_s/m) >= ln l, over the distribution of E's (person, value) facts.
+Recursive (c,l): the same inequality over the counts c_s sorted descending. With one record per
+person these are the row-level definitions.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ class LDiversity(Model):
         self.l, self.variant, self.c = (int(l) if int(l) == l else l), variant, c
         self.name = f"l-diversity ({variant})" if variant != "recursive" else "l-diversity (recursive (c,l))"
         self.materialize = variant == "recursive"
+        self.measure = "facts" if variant in ("entropy", "recursive") else "persons"
         if variant == "distinct":
             self.reads = frozenset({"n", "d"})
 
@@ -79,6 +87,7 @@ class LDiversity(Model):
         if self.variant == "probabilistic":
             mx = ctx.engine.scalar(f"SELECT max(_adb_cnt) FROM {ident(ctx.glob)}")
             if mx is not None and Fraction(mx) * as_fraction(self.l, "l") > ctx.total:
-                return (f"the most frequent value of {ctx.sensitive!r} covers {mx} of {ctx.total} rows, more than 1/{self.l}: "
+                return (f"the most frequent value of {ctx.sensitive!r} covers {mx} of {ctx.total} "
+                        f"{'persons' if ctx.persons else 'rows'}, more than 1/{self.l}: "
                         f"no grouping can be probabilistic {self.l}-diverse")
         return ""

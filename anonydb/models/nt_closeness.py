@@ -11,6 +11,11 @@ Two plans, one verdict: every small group paired with each of its supersets and 
 per pair (``nt_pairs*.sql.j2``, any distance), or, for equal EMD and at most ``LOOKUP_SUBSETS``
 subsets, each small group's cells looking up their value in every superset
 (``nt_closeness_lookup.sql.j2``): equal EMD sums over the group's own values only.
+
+Record owners (see :mod:`anonydb.models.base`): the distributions are those of the distinct
+(person, value) facts, as in t-closeness, and n counts the facts of a superset: n bounds the
+sample the reference distribution is estimated from, and a superset's sample is its facts (one
+per person and value, never one per repeated record).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ ONE_SCAN_SUBSETS = 16
 
 class NTCloseness(Model):
     materialize = True
+    measure = "facts"
     name = "(n,t)-closeness"
     worst = "max"
     #: not preserved by generalization: merging two groups of fewer than n records changes which

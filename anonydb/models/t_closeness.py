@@ -4,6 +4,12 @@ Every group's sensitive distribution P is within EMD t of the whole table's Q: D
 Ground distances: ``equal`` (categorical), ``ordered`` (numeric, by rank of the sorted domain),
 ``hierarchical`` (categorical with a hierarchy). EMDs are computed as exact fractions
 (integer numerator and denominator), so D <= t is decided exactly; achieved t = max_E D[P_E, Q].
+
+Record owners (see :mod:`anonydb.models.base`): P_E(s) = c_s(E) / m(E) and Q(s) = C_s / M, the
+distributions of the distinct (person, value) facts of E and of the whole table: a person counts
+once per value they hold, so twelve visits with one diagnosis weigh as one, and P stays a
+distribution (it sums to one) when a person holds several values. All three ground distances
+apply unchanged to these distributions.
 """
 
 from __future__ import annotations
@@ -110,6 +116,7 @@ def emd_sql(ctx: GroupContext, distance: str, p_rel: str, q_rel: str, keys: list
 
 class TCloseness(Model):
     by_distribution = True
+    measure = "facts"
     reads = frozenset({"n", "d", "cells"})
     materialize = True
     name = "t-closeness"
