@@ -52,7 +52,8 @@ _CLI_SPELLING = {"out": "--out", "replace": "--replace", "keep": "--keep", "iden
 
 
 _SPEC_SPELLING = {"keep": "role insensitive", "replace": "output: {replace: true}",
-                  "out": "output: {table: ...}", "identifiers": "role identifier (attributes:)", "seed": "seed:"}
+                  "out": "output: {table: ...}", "identifiers": "role identifier (attributes:)", "seed": "seed:",
+                  "person": "role person"}
 
 
 def option(name: str) -> str:

@@ -114,6 +114,11 @@ def validate_roles(engine: Engine, relation: str, qi: list[str], sensitive: str 
     return {c: cols[c] for c in qi + ([sensitive] if sensitive else [])}
 
 
+#: the column a method stages the person key in, to verify a release by record owners; dropped
+#: before the release is written (anonydb.release.publish.Publication.verify)
+PERSON_COLUMN = "_adb_person"
+
+
 def validate_person(engine: Engine, relation: str, person: str, qi: list[str], sensitive: str | None,
                     label: str | None = None) -> None:
     """Check the person column (the record owner's key): it exists, has no other role and no NULL
@@ -122,7 +127,7 @@ def validate_person(engine: Engine, relation: str, person: str, qi: list[str], s
     cols = dict(engine.columns(relation))
     if person not in cols:
         raise InputError(f"person column {person!r} (--person) not found in {label}; its columns are: {', '.join(cols)}")
-    if person.startswith(RESERVED_PREFIX):
+    if person.startswith(RESERVED_PREFIX) and person != PERSON_COLUMN:
         raise InputError(f"column {person!r}: names starting with {RESERVED_PREFIX!r} are reserved by anonydb")
     if person in qi:
         raise InputError(f"{person!r} is given both as the person column and as a quasi-identifier")

@@ -165,6 +165,10 @@ class Engine(abc.ABC):
     def rename(self, old: str, new: str) -> None:
         self.execute(f"ALTER TABLE {ident(old)} RENAME TO {ident(new)}")
 
+    def drop_column(self, table: str, column: str) -> None:
+        """Remove ``column`` from ``table`` (a staged release's hidden person key, once verified)."""
+        self.execute(f"ALTER TABLE {ident(table)} DROP COLUMN {ident(column)}")
+
     def row_ids(self, s: "Scratch", relation: str) -> tuple[str, str]:
         """A row id for every row of ``relation``: a numbered copy in scratch ``s``. Returns
         (relation, row-id column). Engines with a stable physical row id override it (no copy)."""
@@ -202,6 +206,22 @@ class Engine(abc.ABC):
         """Write ``table`` to the local file ``path`` (``fmt`` 'csv' with a header, or 'parquet')."""
         spec = "PARQUET" if fmt == "parquet" else "CSV, HEADER"
         self.execute(f"COPY (SELECT * FROM {ident(table)}) TO {literal(str(path))} (FORMAT {spec})")
+
+    def text_bytes(self, text: str) -> str:
+        """The UTF-8 bytes (a BLOB) of the VARCHAR expression ``text`` (DuckDB's ``encode``; Spark
+        runs it as sqlglot writes it, ``encode(text, 'utf-8')``)."""
+        return f"encode({text})"
+
+    def hmac_sha256_hex(self, data: str, ipad_hex: str, opad_hex: str) -> str:
+        """SHA-256((K' xor opad) || SHA-256((K' xor ipad) || data)), the HMAC of RFC 2104 built from
+        plain SHA-256, as 64 lowercase hex characters; NULL for a NULL ``data`` (a BLOB expression).
+        The pads (64 bytes each, as 128 lowercase hex characters) are computed and registered with
+        :meth:`secret` by the caller (:mod:`anonydb.pseudonyms`). Each sits alone on its line, so an
+        error's excerpt of the line it points at (DuckDB's ``LINE n:``) shows no part of it.
+
+        DuckDB's ``sha256`` of a BLOB gives hex, which ``unhex`` turns back into the inner digest's
+        32 bytes. Spark runs this as sqlglot writes it: ``sha2(unhex(..) || unhex(sha2(.., 256)), 256)``."""
+        return f"sha256(unhex(\n'{opad_hex}'\n) || unhex(sha256(unhex(\n'{ipad_hex}'\n) || {data})))"
 
     def writer_id(self) -> int:
         """Who writes this run's staging tables: the process id (an embedded database is local)."""

@@ -729,6 +729,21 @@ class PostgresEngine(Engine):
             raise SQLError(f"PostgresError: {type(e).__name__}: {e}", sql, None) from e
         self.log.append(Logged(sql, None, 0.0))
 
+    def text_bytes(self, text: str) -> str:
+        """``convert_to(text, 'UTF8')``: the UTF-8 bytes whatever the database's encoding."""
+        return f"pg_catalog.convert_to({text}, 'UTF8')"
+
+    def hmac_sha256_hex(self, data: str, ipad_hex: str, opad_hex: str) -> str:
+        """The HMAC of :meth:`Engine.hmac_sha256_hex` with PostgreSQL's built-in ``sha256(bytea)``
+        (PostgreSQL 11+, no pgcrypto), which returns bytes: ``encode(sha256(decode(opad, 'hex') ||
+        sha256(decode(ipad, 'hex') || data)), 'hex')``. Every function is schema-qualified: sqlglot
+        then writes it as it stands (unqualified, it reads sha256, encode and decode as DuckDB's and
+        rewrites them), and no function of the search path can stand in for it. sqlglot writes a
+        statement on one line, so each pad is kept on a line of its own by newlines inside its
+        literal (``decode`` skips them): an error's ``LINE n:`` excerpt shows no part of it."""
+        return (f"pg_catalog.encode(pg_catalog.sha256(pg_catalog.decode('\n{opad_hex}\n', 'hex') || "
+                f"pg_catalog.sha256(pg_catalog.decode('\n{ipad_hex}\n', 'hex') || {data})), 'hex')")
+
     def writer_id(self) -> int:
         """The server backend of this session: clients on other machines share the server, so a
         local process id says nothing about them."""

@@ -543,6 +543,14 @@ class SparkEngine(Engine):
                 out[wanted.get(low, t.name)] = "VIEW" if t.isTemporary or t.tableType == "VIEW" else "BASE TABLE"
         return out
 
+    def drop_column(self, table: str, column: str) -> None:
+        """A catalog table of Spark's own format cannot drop a column: the rows are copied without it."""
+        cols = ", ".join(_duck_ident(c) for c, _ in self.columns(table) if c != column)
+        tmp = f"{table}_adb_dc"
+        self.execute(f"CREATE TABLE {_duck_ident(tmp)} AS SELECT {cols} FROM {_duck_ident(table)}")
+        self.drop(table)
+        self.rename(tmp, table)
+
     def row_ids(self, s, relation: str) -> tuple[str, str]:
         """A row id from ``monotonically_increasing_id()`` (unique, not consecutive), computed once
         in a checkpointed copy; row_number() would number every row in one task."""

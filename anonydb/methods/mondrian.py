@@ -40,7 +40,8 @@ from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable
 from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
 from ..models import GroupContext, Model, NTCloseness
 from ..schema import is_numeric_type, kind_of_type, split_list
-from ..release.publish import Publication, kept_columns_break, publication_lines, resolve_roles
+from ..release.publish import (PERSON_COLUMN, Publication, constant_qis, kept_columns_break, publication_lines,
+                               resolve_roles)
 from ..sources import open_source
 from ..sqlgen import ident, literal
 
@@ -49,6 +50,8 @@ from ..sqlgen import ident, literal
 #: Fig 2.1]; a natural superset is a region of the QI space (the records inside a box). A relaxed
 #: cut splits rows with equal QI values by row id, so an ancestor's rows are then not the records
 #: inside its box, and no region is known to stand behind it: the pair is refused.
+PERSON_RELAXED = ("record owners need strict cuts: relaxed cuts split rows with equal QI values, which would "
+                  "split a person's records across classes; drop relaxed")
 NT_RELAXED = ("(n,t)-closeness needs strict cuts: relaxed cuts split rows with equal QI values, so a "
               "partition's ancestors are no regions of the QI space to serve as natural supersets; "
               "drop relaxed (--relaxed)")
@@ -114,7 +117,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
               identifiers: str | Iterable[str] | None = None, keep: str | Iterable[str] | None = None,
               relaxed: bool = False, categorical: str = "hierarchy", try_all_dims: bool = True,
               replace: bool = False, seed: int | None = None, progress: Callable[[dict[str, Any]], None] | None = None, as_view: bool = False,
-              plan: str = "auto", _unjudged: tuple[str, ...] = (), **params: Any) -> MondrianResult:
+              plan: str = "auto", _unjudged: tuple[str, ...] = (), person: str | None = None,
+              **params: Any) -> MondrianResult:
     """Anonymize ``source`` with Mondrian into the table ``out``; return the verified release.
 
     Models come from ``models`` or from the parameters of :func:`anonydb.checker.build_models`
@@ -135,6 +139,9 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     Both give the same partitions.
     ``as_view``: ``out`` becomes a view over the verified rows, stored in ``<out>__data`` (a view
     over the live source would let later changes to the source bypass the verification).
+    ``person``: the column naming each record's owner. Every model then judges distinct persons
+    (:mod:`anonydb.models.base`), the cuts partition persons (every QI must be constant per person:
+    all of a person's records land in one class, under one label), and the column is not published.
     """
     t0 = time.perf_counter()
     eng = connect(engine)
@@ -158,6 +165,11 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         raise InputError("no privacy model requested: give at least one of k, l, t, n, alpha, delta")
     if relaxed and any(isinstance(m, NTCloseness) for m in models):
         raise InputError(NT_RELAXED)
+    if person is not None:
+        if relaxed:
+            raise InputError(PERSON_RELAXED)
+        if any(getattr(m, "needs_members", False) for m in models):
+            raise InputError("(B,t)-privacy judges each row's QI tuple, not persons: drop person, or use another model")
     if sensitive is None and any(m.needs_sensitive for m in models):
         names = ", ".join(m.name for m in models if m.needs_sensitive)
         raise InputError(f"{names} needs a sensitive attribute (--sensitive)")
@@ -169,7 +181,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         order = pub.order
         with eng.scratch("mondrian") as s:
             relation = open_source(eng, source, scratch=s)
-            roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, kinds, label=str(source))
+            roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, kinds, label=str(source), person=person)
             types, columns = roles.types, roles.columns
             for attr in hierarchies:
                 if attr not in qi_cols and attr != sensitive:
@@ -179,22 +191,39 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                     raise InputError(f"a hierarchy is given for {attr!r}, but categorical='order' cuts in value "
                                      f"order and would ignore it; drop it or cut along it (categorical='hierarchy')")
             sa = sensitive if any(m.needs_sensitive for m in models) else None
+            events = None
+            if person is not None:  # partition persons: a row per person, or per (person, value)
+                constant_qis(eng, relation, person, qi_cols)
+                events, relation = relation, s.table(eng.render("person_facts.sql.j2", person=person, qis=qi_cols,
+                                                                 sensitive=sa, source=relation))
             base, rid = eng.row_ids(s, relation)
-            total = eng.scalar(f"SELECT count(*) FROM {ident(base)}")
+            total = eng.scalar(f"SELECT count(*) FROM {ident(base)}" if person is None or not sa else
+                               f"SELECT count(*) FROM {ident(base)} WHERE _adb_own = 1")
             if total == 0:
                 raise InputError(f"{source} is empty: there is nothing to anonymize")
             qis = _code_qis(eng, s, base, qi_cols, types, kinds or {}, hierarchies, categorical)
             hq = _hierarchy_codes(eng, s, qis)
             planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, rid, total,
-                               types, hierarchies.get(sensitive) if sensitive else None, qi_cols)
+                               types, hierarchies.get(sensitive) if sensitive else None, qi_cols, person)
             planner.bind_members(hierarchies, kinds)
             rows, rounds, tree = planner.run(progress, plan)
             stage = pub.stage()
-            boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, columns.published, stage, order, relaxed,
-                                         joined=bool(planner.bt))
+            records = total
+            if person is not None:  # every record takes its person's class
+                ebase, erid = eng.row_ids(s, events)
+                records = eng.scalar(f"SELECT count(*) FROM {ident(ebase)}")
+                owners = s.table(eng.render("person_classes.sql.j2", rows=rows, base=base, rid=rid, person=person,
+                                            events=ebase, erid=erid))
+                if sa:  # one row a person: the boxes count persons
+                    rows = s.table(f"SELECT * FROM {ident(rows)} WHERE _adb_own = 1")
+                boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, columns.published, stage, order,
+                                             relaxed, release=(ebase, erid, owners), person=person)
+            else:
+                boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, columns.published, stage, order,
+                                             relaxed, joined=bool(planner.bt))
             released, n_classes = eng.fetch_rows(f"SELECT count(*), count(DISTINCT eq_class) FROM {ident(stage)}")[1][0]
-            if released != total:  # every input row appears exactly once
-                raise AnonyDBError(f"internal error: the release holds {released} rows, the source {total}")
+            if released != records:  # every input row appears exactly once
+                raise AnonyDBError(f"internal error: the release holds {released} rows, the source {records}")
             sa_h = {sensitive: hierarchies[sensitive]} if sensitive and sensitive in hierarchies else None
             plain = [m for m in verify_models
                      if not isinstance(m, NTCloseness) and not getattr(m, "needs_members", False)]
@@ -202,7 +231,10 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                 plain = build_models(k=1)
             if plain:  # over every published column but the sensitive one (fail closed)
                 pub.verify(stage, sensitive, plain, columns.keep, hierarchies=sa_h, exclude=_unjudged,
-                           expected_groups=None if columns.keep else n_classes)
+                           expected_groups=None if columns.keep else n_classes,
+                           **({"person": PERSON_COLUMN} if person is not None else {}))
+            elif person is not None:
+                eng.drop_column(stage, PERSON_COLUMN)
             nt = [m for m in verify_models if isinstance(m, NTCloseness)]
             if nt:  # over every published column too: a kept column splits a class into groups judged alone
                 report = planner.verify_nt(nt, stage, tree, columns.keep)
@@ -214,9 +246,15 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             report = pub.staged[stage]
             ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
             kmin = min(ks) if ks else None
-            utility = _utility(eng, rows, boxes, qis, sensitive, None if sa else (base, rid), total, kmin, relaxed)
+            if person is None:
+                utility = _utility(eng, rows, boxes, qis, sensitive, None if sa else (base, rid), total, kmin, relaxed)
+            else:  # per person (the rows partitioned) and per record (each class weighed by its records)
+                utility = _utility(eng, rows, boxes, qis, None, None, total, kmin, relaxed)
+                counts = s.table(f"SELECT _adb_pid, count(*) AS _adb_n FROM {ident(owners)} GROUP BY _adb_pid")
+                utility = {"persons": int(total), **utility,
+                           "per_record": _utility(eng, rows, boxes, qis, None, None, records, kmin, relaxed, counts)}
         pub.commit([(stage, out)], as_view)
-    return MondrianResult(table=out, rows=int(total), classes=n_classes, rounds=rounds,
+    return MondrianResult(table=out, rows=int(records), classes=n_classes, rounds=rounds,
                           seconds=time.perf_counter() - t0, utility=utility, report=report,
                           params={"relaxed": relaxed, "categorical": categorical, **(model_params or {})},
                           dropped=columns.dropped, kept=columns.keep, order=order.describe())
@@ -336,8 +374,13 @@ def _hierarchy_codes(eng, s, qis: list[_QI]) -> str | None:
 class _Planner:
     """The rounds of the level-wise plan."""
 
-    def __init__(self, eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, rid, total, types, sa_hier, qi_cols):
+    def __init__(self, eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, rid, total, types, sa_hier, qi_cols,
+                 person: str | None = None):
         self.rid = rid
+        #: record owners: ``base`` holds one row per person (no sensitive attribute: the plain plan
+        #: counts persons) or per (person, value) fact with the owner flag _adb_own
+        self.person = person
+        self.persons = person is not None and bool(sa)
         self.eng, self.s, self.qis, self.hq, self.sa = eng, s, qis, hq, sa
         self.relaxed, self.try_all_dims, self.models = relaxed, try_all_dims, models
         self.base, self.total, self.types, self.sa_hier, self.qi_cols = base, total, types, sa_hier, qi_cols
@@ -349,10 +392,11 @@ class _Planner:
         self.qids = None
         #: a cut leaves two halves that must each satisfy every model: smaller partitions are final at once
         self.min_cut = 2 * max((m.min_rows() for m in models), default=1)
+        self.facts = 0
 
     def render(self, template: str, **kw):
         return self.eng.render(template, qis=self.qis, hq=self.hq, sensitive=self.sa, relaxed=self.relaxed,
-                               min_cut=self.min_cut, **kw)
+                               min_cut=self.min_cut, persons=self.persons, **kw)
 
     def row_columns(self) -> str:
         """The columns a final row keeps for the release (row id, partition, codes, sensitive value)."""
@@ -360,7 +404,8 @@ class _Planner:
 
     def tuple_columns(self) -> list[str]:
         """A row's codes and carried sensitive value: what the partitions are cut on."""
-        return [f"_adb_c{i}" for i in range(len(self.qis))] + (["_adb_sa"] if self.sa else [])
+        return ([f"_adb_c{i}" for i in range(len(self.qis))] + (["_adb_sa"] if self.sa else [])
+                + (["_adb_own"] if self.persons else []))
 
     def bind_members(self, hierarchies, kinds) -> None:
         """Number the distinct QI tuples and estimate each tuple-judging model's prior over them."""
@@ -377,11 +422,12 @@ class _Planner:
         return GroupContext(engine=self.eng, keys=keys, cells=cells, groups=groups, glob=glob, total=self.total,
                             domain=domain, sensitive=self.sa,
                             sensitive_numeric=bool(self.sa) and is_numeric_type(self.types[self.sa]),
-                            sa_hierarchy=self.sa_hier, scratch=self.s, qi_columns=self.qi_cols, **extra)
+                            sa_hierarchy=self.sa_hier, scratch=self.s, qi_columns=self.qi_cols,
+                            persons=self.persons, facts=self.facts, glob_persons=self.total, **extra)
 
     def groups_of(self, cells: str, keys: list[str]) -> str:
         if self.sa:
-            return self.s.table(self.eng.render("check_groups.sql.j2", keys=keys, cells=cells))
+            return self.s.table(self.eng.render("check_groups.sql.j2", keys=keys, cells=cells, persons=self.persons))
         return self.s.table(f"SELECT {', '.join(ident(k) for k in keys)}, sum(_adb_cnt) AS _adb_n FROM {ident(cells)} "
                             f"GROUP BY ALL")
 
@@ -412,7 +458,7 @@ class _Planner:
                 q.card, q.range = int(t) + 1, float(t)
         if self.sa:
             self.glob = s.table(f"SELECT _adb_sa, count(*) AS _adb_cnt FROM {ident(self.work)} GROUP BY _adb_sa")
-            self.domain = e.scalar(f"SELECT count(*) FROM {ident(self.glob)}")
+            self.domain, self.facts = e.fetch_rows(f"SELECT count(*), sum(_adb_cnt) FROM {ident(self.glob)}")[1][0]
         else:
             self.glob, self.domain = None, 0
         if self.nt:
@@ -422,7 +468,8 @@ class _Planner:
                                 f"FROM {ident(self.glob)}")
             self.anc = s.table("SELECT CAST(0 AS BIGINT) AS _adb_pid, CAST(0 AS BIGINT) AS _adb_ref")
         # the root must satisfy every model, or no release can
-        cells = s.table(f"SELECT _adb_pid{', _adb_sa' if self.sa else ''}, count(*) AS _adb_cnt FROM {ident(self.work)} "
+        own = ", sum(_adb_own) AS _adb_own" if self.persons else ""
+        cells = s.table(f"SELECT _adb_pid{', _adb_sa' if self.sa else ''}, count(*) AS _adb_cnt{own} FROM {ident(self.work)} "
                         f"GROUP BY ALL")
         self.nt_extra = self._nt_extra_root
         members = s.table(f"SELECT _adb_pid, _adb_qid, count(*) AS _adb_m FROM {ident(self.work)} GROUP BY ALL") \
@@ -445,7 +492,8 @@ class _Planner:
 
     def _why_infeasible(self, cells: str, members: str | None) -> str:
         """Judge the whole table as one group with the checker, to say which model fails and why."""
-        whole = self.s.table(f"SELECT 'all' AS whole_table{', ' + ident(self.sa) if self.sa else ''} "
+        person = f", {ident(self.person)}" if self.person else ""
+        whole = self.s.table(f"SELECT 'all' AS whole_table{', ' + ident(self.sa) if self.sa else ''}{person} "
                              f"FROM {ident(self.base)}")
         models = [copy.deepcopy(m) for m in self.models
                   if not isinstance(m, NTCloseness) and not getattr(m, "needs_members", False)]
@@ -459,11 +507,12 @@ class _Planner:
                                f"tuple's posterior is already {worst:.4f} from its prior; raise t or the bandwidth")
         if models:
             r = check(whole, ["whole_table"], self.sa, models=models, engine=self.eng,
-                      hierarchies={self.sa: self.sa_hier} if self.sa_hier else None, max_groups=0)
+                      hierarchies={self.sa: self.sa_hier} if self.sa_hier else None, max_groups=0, person=self.person)
             for v in r.verdicts:
                 if not v.holds:
                     ach = ", ".join(f"{k} = {_fmt(x)}" for k, x in v.achieved.items())
-                    reasons.append(f"{v.model} {v.params}: the whole table of {self.total} rows achieves only {ach}"
+                    reasons.append(f"{v.model} {v.params}: the whole table of {self.total} "
+                                   f"{'persons' if self.person else 'rows'} achieves only {ach}"
                                    + (f" ({v.note})" if v.note else ""))
         return ("infeasible: no partition of this table can satisfy the request, because the whole table "
                 "does not: " + ("; ".join(reasons) or "a model fails on the whole table"))
@@ -492,6 +541,8 @@ class _Planner:
             return f"it is DuckDB SQL (this engine is {self.eng.dialect})"
         if self.nt or self.bt:
             return "(n,t)-closeness and (B,t)-privacy are judged round by round"
+        if self.persons:
+            return "record owners with a sensitive attribute are judged round by round"
         if any(getattr(m, "distance", None) == "ordered" for m in self.models):
             return "t-closeness with ordered EMD joins with ASOF, which DuckDB does not run inside a recursive statement"
         import duckdb
@@ -629,6 +680,8 @@ class _Planner:
         (n,t) and (B,t) read the whole table round by round."""
         if self.nt or self.bt:
             return "(n,t)-closeness and (B,t)-privacy are judged round by round"
+        if self.persons:
+            return "record owners with a sensitive attribute are judged round by round"
         if any(getattr(m, "distance", None) == "ordered" for m in self.models):
             return "t-closeness with ordered EMD joins with ASOF, which DuckDB does not run inside a recursive statement"
         return None
@@ -730,12 +783,16 @@ class _Planner:
 
 
 # ------------------------------------------------------------------------------------------------
-def _materialize(eng, s, base, rid, rows, qis, hq, published, stage, order, relaxed, joined=False) -> tuple[str, str | None]:
+def _materialize(eng, s, base, rid, rows, qis, hq, published, stage, order, relaxed, joined=False,
+                 release=None, person=None) -> tuple[str, str | None]:
     """The release: generalized QIs (each under its own name: a label; numeric and date QIs also as
     <name>_lo / <name>_hi), eq_class, the sensitive and kept columns unchanged, rows in the order of
     ``order`` (a keyed hash). Boxes and labels are built once per class from the final rows' codes
     (``rows``, :meth:`_Planner.run`); the source rows are read once, by the release itself. Returns
-    (boxes, the source rows joined with their partition, made only when ``joined`` is asked)."""
+    (boxes, the source rows joined with their partition, made only when ``joined`` is asked).
+    ``release``: (records, their row id, record id -> partition) when the rows partitioned are
+    persons: the release publishes the records, each with its person's class, and stages the
+    person key as PERSON_COLUMN for the verification (dropped before the release is written)."""
     taken = set(published)
     for q in qis:
         if q.kind in ("numeric", "date"):
@@ -750,8 +807,10 @@ def _materialize(eng, s, base, rid, rows, qis, hq, published, stage, order, rela
             q.values = s.table(eng.render("mondrian_values.sql.j2", q=q, base=base))
     boxes = s.table(eng.render("mondrian_boxes.sql.j2", rows=rows, qis=qis, hq=hq, relaxed=relaxed))
     qcol = {q.column: i for i, q in enumerate(qis)}
-    eng.execute(eng.render("mondrian_release.sql.j2", stage=stage, base=base, rid=rid, rows=rows, boxes=boxes,
-                           qis=qis, qcol=qcol, keep=published, key=order.key))
+    rbase, rrid, rrows = release or (base, rid, rows)
+    eng.execute(eng.render("mondrian_release.sql.j2", stage=stage, base=rbase, rid=rrid, rows=rrows, boxes=boxes,
+                           qis=qis, qcol=qcol, keep=published, key=order.key, person=person,
+                           person_column=PERSON_COLUMN))
     if not joined:
         return boxes, None
     rid_col = "" if rid == "_adb_rid" else f"b.{rid} AS _adb_rid, "
@@ -759,19 +818,20 @@ def _materialize(eng, s, base, rid, rows, qis, hq, published, stage, order, rela
                           f"ON a._adb_rid = b.{ident(rid) if rid == '_adb_rid' else rid}")
 
 
-def _utility(eng, rows, boxes, qis, sensitive, source, total, k, relaxed) -> dict[str, Any]:
+def _utility(eng, rows, boxes, qis, sensitive, source, total, k, relaxed, counts=None) -> dict[str, Any]:
     """DM, C_AVG, GCP and NCP, KL-divergence [Li thesis 1.2.3; spec-closeness-slicing 6.1, 6.2, 6.6],
     from the final rows' codes and the boxes. The rows carry the sensitive value when a model read
     it; else ``source`` (relation, row id) gives it, joined once (cheaper than carrying it through
     every round).
     NCP = GCP / (|T| * d), the average over records and QIs (the Python Mondrian tools' figure);
-    ``ncp_by_qi``: per QI the average over records of NCP_i."""
+    ``ncp_by_qi``: per QI the average over records of NCP_i. ``counts`` (partition, size): the
+    classes weighed by other sizes (record owners: the records of classes of persons); no KL."""
     base, rid = source or (None, None)
     r = eng.fetch(eng.render("mondrian_utility.sql.j2", rows=rows, boxes=boxes, qis=qis, relaxed=relaxed,
-                             sensitive=sensitive, base=base, rid=rid, total=total))[0]
+                             sensitive=sensitive, base=base, rid=rid, total=total, counts=counts))[0]
     n, classes = int(r["n"]), int(r["classes"])
     gcp = float(r["gcp"] or 0.0)
     return {"dm": int(r["dm"]), "classes": classes, "avg_class_size": n / classes,
             "cavg": n / classes / k if k else n / classes, "gcp": gcp,
-            "ncp": gcp / (n * len(qis)), "kl": float(r["kl"] or 0.0),
+            "ncp": gcp / (n * len(qis)), **({} if counts else {"kl": float(r["kl"] or 0.0)}),
             "ncp_by_qi": {q.column: float(r[f"gcp_{i}"] or 0.0) / n for i, q in enumerate(qis)}}

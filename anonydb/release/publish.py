@@ -35,7 +35,7 @@ from typing import Any, Iterable
 
 from ..engines.base import Engine
 from ..errors import AnonyDBError, InputError, option
-from ..schema import RESERVED_PREFIX, split_list, validate_roles
+from ..schema import PERSON_COLUMN, RESERVED_PREFIX, split_list, validate_person, validate_roles, varying_qi
 from ..sqlgen import ident, literal
 
 #: every staging table or view starts with this, then the writing process's id
@@ -79,26 +79,33 @@ class Roles:
 
 
 def resolve_roles(eng: Engine, relation: str, qi: list[str], sensitive: str | None, identifiers: list[str] = (),
-                  keep: Iterable[str] | None = None, kinds: dict[str, str] | None = None, label: str | None = None
-                  ) -> Roles:
-    """Check the QIs, sensitive attribute and declared kinds against ``relation``
-    (:func:`anonydb.schema.validate_roles`) and decide what is published (:func:`resolve_columns`)."""
+                  keep: Iterable[str] | None = None, kinds: dict[str, str] | None = None, label: str | None = None,
+                  person: str | None = None) -> Roles:
+    """Check the QIs, sensitive attribute, person column and declared kinds against ``relation``
+    (:func:`anonydb.schema.validate_roles`, :func:`anonydb.schema.validate_person`) and decide what
+    is published (:func:`resolve_columns`)."""
     name = str(relation) if label is None else label
     types = validate_roles(eng, relation, qi, sensitive, kinds, label=name)
+    if person is not None:
+        validate_person(eng, relation, person, qi, sensitive, label=name)
     return Roles(list(qi), sensitive, dict(types), resolve_columns(eng, relation, qi, sensitive, identifiers or [],
-                                                                   keep, name))
+                                                                   keep, name, person))
 
 
 def resolve_columns(eng: Engine, relation: str, qi: list[str], sensitive: str | None,
                     identifiers: str | Iterable[str] | None, keep: str | Iterable[str] | None,
-                    label: str) -> Columns:
+                    label: str, person: str | None = None) -> Columns:
     """Sort the columns of ``relation`` into published and dropped; refuse a kept or identifier
-    column that is missing, reserved or given another role, and an identifier that repeats."""
+    column that is missing, reserved or given another role, and an identifier that repeats (unless
+    a person column says whose records they are: the models then count persons). The person
+    column is never published as it is."""
     cols = [c for c, _ in eng.columns(relation)]
     ids, kept = split_list(identifiers, "identifiers"), split_list(keep, "keep")
     roles = {c: "quasi-identifier" for c in qi}
     if sensitive:
         roles[sensitive] = "sensitive attribute"
+    if person is not None:
+        roles[person] = "person column"
     for what, names, flag in (("identifier", ids, "identifiers"), ("kept column", kept, "keep")):
         for c in names:
             if c not in cols:
@@ -110,10 +117,21 @@ def resolve_columns(eng: Engine, relation: str, qi: list[str], sensitive: str | 
             if c.startswith(RESERVED_PREFIX):
                 raise InputError(f"column {c!r}: names starting with {RESERVED_PREFIX!r} are reserved by anonydb")
             roles[c] = what
-    check_identifiers(eng, relation, ids)
-    published = [c for c in cols if c in roles and roles[c] != "identifier"]
+    if person is None:
+        check_identifiers(eng, relation, ids)
+    published = [c for c in cols if c in roles and roles[c] not in ("identifier", "person column")]
     return Columns(published=published, keep=[c for c in cols if c in kept],
                    dropped=[c for c in cols if c not in published])
+
+
+def constant_qis(eng: Engine, relation: str, person: str, qi: list[str]) -> None:
+    """Refuse a QI that varies within a person: a method that partitions persons puts all of a
+    person's records in one class, under one label, which needs their QI values to agree."""
+    bad = varying_qi(eng, relation, person, qi)
+    if bad:
+        raise InputError(f"quasi-identifier {bad[0]!r} varies within person {bad[1]!r} ({person!r}): a person's "
+                         f"records must share their QI values to be released in one class; give QIs that are "
+                         f"constant per person (e.g. from the person table)")
 
 
 def check_identifiers(eng: Engine, relation: str, ids: list[str]) -> None:
@@ -128,8 +146,8 @@ def check_identifiers(eng: Engine, relation: str, ids: list[str]) -> None:
     if rows:
         c, v, n = rows[0]
         raise InputError(f"identifier {c!r} repeats (value {v!r} is on {n} rows): the table holds several records "
-                         f"per person, and k would count rows, not people; anonydb has no per-person model yet, "
-                         f"so give one row per person")
+                         f"per person, and k would count rows, not people; if it names a person, declare "
+                         f"{option('person')} {c}")
 
 
 # --- row order ----------------------------------------------------------------------------------------
@@ -276,7 +294,8 @@ def verify_published(eng: Engine, stage: str, sensitive: str | None, models: lis
     ``exclude``: columns an internal caller drops before publishing (not judged)."""
     from ..checker import check
 
-    cols = [c for c, _ in eng.columns(stage) if c != sensitive and c not in set(exclude)]
+    person = check_args.get("person")
+    cols = [c for c, _ in eng.columns(stage) if c != sensitive and c not in set(exclude) and c != person]
     report = check(stage, cols, sensitive, models=models, engine=eng, max_groups=3, **check_args)
     if report.holds:
         return report
@@ -286,7 +305,7 @@ def verify_published(eng: Engine, stage: str, sensitive: str | None, models: lis
         if check(stage, without, sensitive, models=models, engine=eng, max_groups=1, **check_args).holds:
             raise kept_columns_break(keep, bad)
     g = bad.violations[0] if bad.violations else None
-    where = f"; e.g. a group of {g.size} rows, value {g.value}" if g else ""
+    where = f"; e.g. a group of {g.size} {'persons' if person else 'rows'}, value {g.value}" if g else ""
     raise AnonyDBError(f"verification failed: {bad.model} does not hold on the {what} ({bad.violating_groups} groups "
                        f"violate){where}; nothing was written")
 
@@ -324,8 +343,12 @@ class Publication:
 
     def verify(self, stage: str, sensitive: str | None, models: list, keep: list[str], what: str = "release",
                exclude: Iterable[str] = (), **check_args: Any) -> Any:
-        """:func:`verify_published` on ``stage``; raises (nothing is written) when a model fails."""
+        """:func:`verify_published` on ``stage``; raises (nothing is written) when a model fails. With
+        ``person`` (a column the method staged to judge record owners by, never published) the
+        column is dropped from the stage once the release is verified."""
         report = verify_published(self.eng, stage, sensitive, models, keep, what, exclude, **check_args)
+        if check_args.get("person"):
+            self.eng.drop_column(stage, check_args["person"])
         self._record([stage], report)
         return report
 
