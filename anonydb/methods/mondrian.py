@@ -89,17 +89,27 @@ class MondrianResult:
     dropped: list[str] = field(default_factory=list)  # source columns not published (no role, identifiers)
     kept: list[str] = field(default_factory=list)  # published unchanged at the user's request
     order: str = ""  # how the rows are ordered (secret, or recomputable from a seed)
+    person: str | None = None  # record owners: the column the models counted persons by
+    person_like: list[tuple[str, int, int]] = field(default_factory=list)  # dropped columns like a person key
 
     def format(self) -> str:
         u = self.utility
-        lines = [f"release {self.table}: {self.rows} rows in {self.classes} equivalence classes "
-                 f"({self.rounds} rounds, {self.seconds:.2f} s)",
-                 f"  utility: DM {u['dm']}, C_AVG {u['cavg']:.3f}, GCP {u['gcp']:.1f}, "
-                 f"NCP {100 * u['ncp']:.2f}%, KL {u['kl']:.4f}"]
+        if "per_record" in u:  # record owners: the classes hold persons, each with their records
+            r = u["per_record"]
+            lines = [f"release {self.table}: {self.rows} rows of {u['persons']} persons in {self.classes} "
+                     f"equivalence classes ({self.rounds} rounds, {self.seconds:.2f} s)",
+                     f"  utility per person: DM {u['dm']}, C_AVG {u['cavg']:.3f}, NCP {100 * u['ncp']:.2f}%, "
+                     f"KL {u['kl']:.4f}",
+                     f"  utility per record: DM {r['dm']}, NCP {100 * r['ncp']:.2f}%"]
+        else:
+            lines = [f"release {self.table}: {self.rows} rows in {self.classes} equivalence classes "
+                     f"({self.rounds} rounds, {self.seconds:.2f} s)",
+                     f"  utility: DM {u['dm']}, C_AVG {u['cavg']:.3f}, GCP {u['gcp']:.1f}, "
+                     f"NCP {100 * u['ncp']:.2f}%, KL {u['kl']:.4f}"]
         lines.append("  verified: " + "; ".join(
             f"{v.model} holds (achieved {', '.join(f'{k} = {_fmt(x)}' for k, x in v.achieved.items())})"
             for v in self.report.verdicts))
-        lines += publication_lines(self.dropped, self.kept, self.order)
+        lines += publication_lines(self.dropped, self.kept, self.order, self.person, self.person_like)
         return "\n".join(lines)
 
 
@@ -257,7 +267,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     return MondrianResult(table=out, rows=int(records), classes=n_classes, rounds=rounds,
                           seconds=time.perf_counter() - t0, utility=utility, report=report,
                           params={"relaxed": relaxed, "categorical": categorical, **(model_params or {})},
-                          dropped=columns.dropped, kept=columns.keep, order=order.describe())
+                          dropped=columns.dropped, kept=columns.keep, order=order.describe(), person=person,
+                          person_like=columns.person_like)
 
 
 def _attach(pub: Publication, stage: str, report: Any) -> None:

@@ -54,6 +54,9 @@ class Columns:
     published: list[str]  # QIs, the sensitive attribute and the kept columns, in source order
     keep: list[str]  # published unchanged at the user's request
     dropped: list[str] = field(default_factory=list)  # identifiers and columns without a role
+    person: str | None = None  # the person column (record owners): never published as it is
+    #: dropped columns without a role that look like a person key: (column, values, rows)
+    person_like: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -120,8 +123,32 @@ def resolve_columns(eng: Engine, relation: str, qi: list[str], sensitive: str | 
     if person is None:
         check_identifiers(eng, relation, ids)
     published = [c for c in cols if c in roles and roles[c] not in ("identifier", "person column")]
-    return Columns(published=published, keep=[c for c in cols if c in kept],
-                   dropped=[c for c in cols if c not in published])
+    dropped = [c for c in cols if c not in published]
+    like = [] if person is not None else person_keys(eng, relation, [c for c in dropped if c not in roles])
+    return Columns(published=published, keep=[c for c in cols if c in kept], dropped=dropped, person=person,
+                   person_like=like)
+
+
+#: a likely person key has at least this many distinct values ...
+PERSON_KEY_VALUES = 20
+#: ... each on at most this many rows on average, and some value on more than one row
+PERSON_KEY_ROWS = 50
+
+
+def person_keys(eng: Engine, relation: str, columns: list[str]) -> list[tuple[str, int, int]]:
+    """The integer or text columns among ``columns`` that look like a person key: many distinct
+    values, each on a few rows (a visits table: 20,000 patient ids on 78,787 rows), and not unique
+    (a unique column names a row). (column, values, rows) each, in one scan."""
+    types = dict(eng.columns(relation))
+    cols = [c for c in columns if types[c].upper().startswith(("VARCHAR", "TEXT", "STRING", "BIGINT", "INTEGER",
+                                                                "SMALLINT", "HUGEINT", "UBIGINT", "UINTEGER"))]
+    if not cols:
+        return []
+    row = eng.fetch_rows("SELECT count(*), " + ", ".join(f"count(DISTINCT {ident(c)})" for c in cols)
+                         + f" FROM {ident(relation)}")[1][0]
+    rows = int(row[0])
+    return [(c, int(v), rows) for c, v in zip(cols, row[1:])
+            if PERSON_KEY_VALUES <= v < rows and v * PERSON_KEY_ROWS >= rows]
 
 
 def constant_qis(eng: Engine, relation: str, person: str, qi: list[str]) -> None:
@@ -458,11 +485,18 @@ def export(eng: Engine, parts: list[tuple[str, Path]]) -> list[str]:
     return [str(p) for _, p in done]
 
 
-def publication_lines(dropped: list[str], kept: list[str], order: str) -> list[str]:
+def publication_lines(dropped: list[str], kept: list[str], order: str, person: str | None = None,
+                      person_like: Iterable[tuple[str, int, int]] = ()) -> list[str]:
     """What a result's text says about what was (not) published and how the rows are ordered."""
     lines = []
+    if person is not None:
+        lines.append(f"  person key {person}: every model counted persons; not published")
+    dropped = [c for c in dropped if c != person]
     if dropped:
         lines.append(f"  not published (no role): {', '.join(dropped)}; publish one unchanged with {option('keep')}")
+    for c, values, rows in person_like:
+        lines.append(f"  {c} looks like a person key ({values} values on {rows} rows): the models counted rows; "
+                     f"if it names a person, declare {option('person')} {c}")
     if kept:
         lines.append(f"  kept unchanged at your request: {', '.join(kept)}")
     if order:

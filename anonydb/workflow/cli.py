@@ -191,6 +191,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"anonydb: error: {message} (see {self.prog} --help)\n")
 
 
+PERSON_HELP = ("the column naming each record's owner (e.g. a patient id): every model counts distinct persons, "
+               "not rows; never published as it is")
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="anonydb", description="SQL-native anonymization checks inside DuckDB")
     ap.add_argument("--version", action="version", version=f"anonydb {__version__}")
@@ -206,6 +210,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH",
                    help="an ARX-format hierarchy file for an attribute (repeatable)")
     c.add_argument("--numeric", default=None, help="attributes that must hold numbers, comma-separated")
+    c.add_argument("--person", metavar="COL", help=PERSON_HELP)
     c.add_argument("--json", action="store_true", help="print the report as JSON")
     c.add_argument("--max-groups", type=int, default=20, help="violating groups listed per model (default 20)")
     _add_model_args(c)
@@ -257,6 +262,8 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--export", metavar="PATH", help="also write the release to a .csv or .parquet file")
     a.add_argument("--identifiers", help="columns naming a person, comma-separated: dropped, and refused if one "
                                          "repeats (several records per person)")
+    a.add_argument("--person", metavar="COL", help=PERSON_HELP + "; mondrian, fulldomain and anatomy put all of "
+                   "a person's records in one class")
     a.add_argument("--keep", metavar="COLS",
                    help="columns to publish unchanged, comma-separated (every column that is not a QI, the "
                         "sensitive attribute or kept is dropped); the models are verified over them too")
@@ -539,7 +546,7 @@ def _check(args: argparse.Namespace) -> int:
             args.source, args.qi, args.sensitive, engine=engine, hierarchies=hierarchies, kinds=kinds,
             max_groups=args.max_groups, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
             t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, supersets=args.supersets,
-            reference=args.reference,
+            reference=args.reference, person=args.person,
         )
     finally:
         engine.close()
@@ -577,6 +584,9 @@ def _anonymize(args: argparse.Namespace) -> int:
         raise InputError("--bt and --bt-distance belong to --method mondrian")
     if args.membership and args.method not in ("slicing", "anatomy"):
         raise InputError("--membership belongs to --method slicing or anatomy")
+    if args.person and args.method in ("slicing", "injector"):
+        raise InputError(f"--person: --method {args.method} judges rows, not persons; use mondrian, fulldomain or "
+                         f"anatomy for several records per person")
     if _presence_args(args):
         return _presence(args, hierarchies)
     engine = _engine_for(args)
@@ -596,7 +606,7 @@ def _anonymize(args: argparse.Namespace) -> int:
             identifiers=args.identifiers, keep=args.keep, relaxed=args.relaxed, categorical=args.categorical, replace=args.replace,
             seed=args.seed, progress=progress, as_view=args.view, plan=args.plan, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
             t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, reference=args.reference,
-            bt=[_bt_arg(x, args.qi) for x in args.bt] or None, bt_distance=args.bt_distance)
+            bt=[_bt_arg(x, args.qi) for x in args.bt] or None, bt_distance=args.bt_distance, person=args.person)
         progress.done()
         if args.export:
             _export(engine, args.out, args.export)

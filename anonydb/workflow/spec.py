@@ -13,6 +13,7 @@ first); :mod:`anonydb.workflow.jobs` runs it.
       education: {role: qi, hierarchy: hierarchies/education.csv}   # ARX CSV
       zip: {role: qi, hierarchy: {mask: 5}}
       ssn: identifier                       # a bare role
+      patient_id: person                    # the record owner: the models count persons
       occupation: sensitive
     method: mondrian                        # or {name: slicing, columns: 3, ...}
     privacy: {k: 5, l: {value: 3, variant: entropy}, t: {value: 0.2, distance: ordered}}
@@ -30,7 +31,7 @@ from typing import Any
 from ..errors import InputError
 
 ROLES = {"qi": "qi", "quasi-identifier": "qi", "quasi_identifier": "qi", "identifier": "identifier",
-         "sensitive": "sensitive", "insensitive": "insensitive"}
+         "sensitive": "sensitive", "insensitive": "insensitive", "person": "person"}
 KINDS = ("numeric", "categorical", "ordinal", "date")
 METHODS = {
     # method -> {parameter: (accepted python types, description)}
@@ -107,6 +108,12 @@ class Spec:
     def sensitive(self) -> str | None:
         s = self.of_role("sensitive")
         return s[0] if s else None
+
+    @property
+    def person(self) -> str | None:
+        """The column naming each record's owner (role person): the models count persons."""
+        p = self.of_role("person")
+        return p[0] if p else None
 
     @property
     def hierarchies(self) -> dict[str, Any]:
@@ -256,6 +263,10 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
         roles.setdefault(a.role, []).append(a.name)
     if attrs and not roles.get("qi"):
         ck.bad(("attributes",), "no attribute has role qi")
+    if len(roles.get("person", [])) > 1:
+        ck.bad(("attributes",), f"one person column is supported, got {', '.join(roles['person'])}")
+    if roles.get("person") and method in ("slicing", "injector"):
+        ck.bad(("method",), f"{method} judges rows, not persons: role person needs mondrian, fulldomain or anatomy")
     if len(roles.get("sensitive", [])) > 1:
         ck.bad(("attributes",), f"one sensitive attribute is supported, got {', '.join(roles['sensitive'])}")
     if method in ("anatomy", "slicing", "injector") and attrs and not roles.get("sensitive"):
