@@ -48,7 +48,7 @@ from ..models import GroupContext, Model, NTCloseness
 from ..schema import is_numeric_type, split_list
 from ..sources import open_source
 from ..sqlgen import ident
-from ..release.publish import Publication, publication_lines, resolve_roles
+from ..release.publish import Publication, constant_qis, publication_lines, resolve_roles
 from .mondrian import _fmt
 
 METRICS = ("dm", "aecs", "height", "precision", "loss", "entropy")
@@ -97,18 +97,24 @@ class FullDomainResult:
     dropped: list[str] = field(default_factory=list)  # source columns not published (no role, identifiers)
     kept: list[str] = field(default_factory=list)  # published unchanged at the user's request
     order: str = ""  # how the rows are ordered (secret, or recomputable from a seed)
+    person: str | None = None  # record owners: classes, suppression and metrics count persons
+    persons: int | None = None  # the persons released
+    person_like: list[tuple[str, int, int]] = field(default_factory=list)  # dropped columns like a person key
 
     def format(self) -> str:
         lv = ", ".join(f"{q}={l}" for q, l in self.levels.items())
         m = ", ".join(f"{k} {_fmt(v)}" for k, v in self.metrics.items())
-        return (f"full-domain release {self.table}: levels [{lv}], {self.rows} rows in {self.classes} classes, "
-                f"{self.suppressed} suppressed ({self.seconds:.2f} s, search {self.search_seconds:.2f} s; "
+        rows = f"{self.rows} rows" if self.person is None else f"{self.rows} rows of {self.persons} persons"
+        unit = "" if self.person is None else " persons"
+        return (f"full-domain release {self.table}: levels [{lv}], {rows} in {self.classes} classes, "
+                f"{self.suppressed}{unit} suppressed ({self.seconds:.2f} s, search {self.search_seconds:.2f} s; "
                 f"{self.checked} of {self.lattice} nodes checked)\n"
                 f"  {self.metric_name} = {_fmt(self.metric)}; {m}\n"
                 f"  minimal satisfying nodes: {len(self.minimal)}\n"
                 "  verified: " + ("; ".join(f"{v.model} holds" for v in self.report.verdicts) if self.report
                                   else "by the caller")
-                + "".join("\n" + x for x in publication_lines(self.dropped, self.kept, self.order)))
+                + "".join("\n" + x for x in publication_lines(self.dropped, self.kept, self.order, self.person,
+                                                              self.person_like)))
 
 
 def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, hierarchies: dict[str, Hierarchy],
@@ -116,14 +122,20 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                identifiers: str | Iterable[str] | None = None, keep: str | Iterable[str] | None = None,
                replace: bool = False, seed: int | None = None,
                models: list[Model] | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
-               _caller_keeps: str | None = None, _unjudged: tuple[str, ...] = (), **params: Any) -> FullDomainResult:
+               _caller_keeps: str | None = None, _unjudged: tuple[str, ...] = (), person: str | None = None,
+               **params: Any) -> FullDomainResult:
     """Release ``source`` generalized to the best satisfying level vector (see module docstring).
     (n,t)-closeness is judged without suppression only (:data:`NT_SUPPRESSION`).
 
     ``_caller_keeps`` (internal; a column of the source): the caller keeps the rows where that column
     is 1 and verifies and counts them itself (SPALM keeps the private rows of P and checks
     delta-presence from P): only those rows are written, unverified (``report`` None), and without
-    the loss and entropy metrics unless one of them is ``metric``."""
+    the loss and entropy metrics unless one of them is ``metric``.
+
+    ``person``: the column naming each record's owner. The lattice judges persons (every QI must be
+    constant per person, so a person's records share their labels), a failing group suppresses its
+    persons with all their records (``max_suppression`` is then a fraction of the persons), the
+    metrics count persons, and the column is not published."""
     t0 = time.perf_counter()
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -153,12 +165,21 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
         order = pub.order
         with eng.scratch("fulldomain") as s:
             relation = open_source(eng, source, scratch=s)
-            roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, label=str(source))
+            roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, label=str(source), person=person)
             types, columns = roles.types, roles.columns
             if _caller_keeps is not None:  # the caller's own table: every column rides along, the caller drops them
                 columns.published = [c for c, _ in eng.columns(relation)]
             sa = sensitive if any(m.needs_sensitive for m in models) else None
-            total = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")
+            searched = relation
+            if person is not None:  # the lattice judges persons: a row per person, or per (person, value)
+                if _caller_keeps is not None:
+                    raise InputError("delta-presence judges the rows of a public table, not persons")
+                constant_qis(eng, relation, person, qi_cols)
+                searched = s.table(eng.render("person_facts.sql.j2", person=person, qis=qi_cols, sensitive=sa,
+                                              source=relation))
+                total = eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(relation)}")
+            else:
+                total = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")
             if total == 0:
                 raise InputError(f"{source} is empty: there is nothing to anonymize")
             qis = []
@@ -170,8 +191,9 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                 h.materialize_wide(eng, q.map, relation=relation, column=c, temp=True)
                 qis.append(q)
             t_search = time.perf_counter()
-            lat = _Lattice(eng, s, qis, sa, relation, total, models, types,
-                           hierarchies.get(sensitive) if sensitive else None, max_suppression)
+            lat = _Lattice(eng, s, qis, sa, searched, total, models, types,
+                           hierarchies.get(sensitive) if sensitive else None, max_suppression,
+                           persons=person is not None and bool(sa))
             best, minimal, cand_metrics = lat.search(metric, progress, report=_caller_keeps is None)
             t_search = time.perf_counter() - t_search
             levels = dict(zip(qi_cols, best))
@@ -179,7 +201,8 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             # a caller that verifies the rows it derives (delta-presence) names its own scratch table
             stage = pub.stage() if _caller_keeps is None else out
             kept_groups = lat.kept_labels(best)
-            gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols}, columns.published)
+            gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols},
+                                 columns.published + ([person] if person is not None else []))
             eng.execute(eng.render("fulldomain_release.sql.j2", stage=stage, gen=gen.sql, kept=kept_groups,
                                    qis=qi_cols, key=order.key, only=_caller_keeps))
             report = None
@@ -187,11 +210,16 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                 verify_models = build_models(**model_params) if model_params is not None else models
                 report = pub.verify(stage, sensitive, verify_models, columns.keep,
                                     hierarchies={sensitive: hierarchies[sensitive]} if sensitive in hierarchies
-                                    else None, distribution_of=relation, exclude=_unjudged)
-            rows = eng.scalar(f"SELECT count(*) FROM {ident(stage)}")
+                                    else None, distribution_of=relation, exclude=_unjudged,
+                                    **({"person": person} if person is not None else {}))
             m = cand_metrics[best]
-            if _caller_keeps is None and rows != total - m["suppressed"]:
-                raise AnonyDBError(f"internal error: the release holds {rows} rows, expected {total - m['suppressed']}")
+            if person is not None:  # verified: the person key is gone; the persons released are the report's
+                rows, released = eng.scalar(f"SELECT count(*) FROM {ident(stage)}"), report.persons
+            else:
+                rows = released = eng.scalar(f"SELECT count(*) FROM {ident(stage)}")
+            if _caller_keeps is None and released != total - m["suppressed"]:
+                raise AnonyDBError(f"internal error: the release holds {released} {'persons' if person else 'rows'}, "
+                                   f"expected {total - m['suppressed']}")
         if _caller_keeps is None:
             pub.commit([(stage, out)])
     metrics = {k: m[k] for k in METRICS if k in m}
@@ -200,12 +228,18 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                             minimal=sorted(minimal), checked=lat.checked, lattice=lat.size,
                             seconds=time.perf_counter() - t0, report=report, search_seconds=t_search,
                             dropped=[c for c in columns.dropped if c != _caller_keeps], kept=columns.keep,
-                            order=order.describe())
+                            order=order.describe(), person=person,
+                            persons=int(total - m["suppressed"]) if person is not None else None,
+                            person_like=columns.person_like)
 
 
 class _Lattice:
-    def __init__(self, eng, s, qis, sa, relation, total, models, types, sa_hier, max_suppression):
+    def __init__(self, eng, s, qis, sa, relation, total, models, types, sa_hier, max_suppression, persons=False):
         self.eng, self.s, self.qis, self.sa, self.total, self.models = eng, s, qis, sa, total, models
+        #: record owners with a sensitive attribute: ``relation`` holds (person, value) facts, flagged
+        #: _adb_own once a person (person_facts.sql.j2); groups count persons (no sensitive
+        #: attribute: it holds a row per person, and the plain counts are persons)
+        self.persons = persons
         self.d = len(qis)
         self.heights = [q.height for q in qis]
         self.limit = int(max_suppression * total + 1e-9)
@@ -217,16 +251,23 @@ class _Lattice:
         self.codes = s.table(eng.render("fulldomain_labels.sql.j2", qis=qis))
         leaves = dict(eng.fetch_rows(f"SELECT qi, sum(leaves) FROM {ident(self.codes)} WHERE level = 0 GROUP BY qi")[1])
         self.leaves = [int(leaves[i]) for i in range(self.d)]
-        self.lev = s.table(eng.render("fulldomain_codes.sql.j2", qis=qis, sensitive=sa, source=relation))
+        self.lev = s.table(eng.render("fulldomain_codes.sql.j2", qis=qis, sensitive=sa, source=relation,
+                                      persons=persons))
         #: pre-aggregated copies of lev by the QIs whose level-0 column they leave out (see add_bases)
         self.bases: dict[tuple[int, ...], str] = {tuple(0 for _ in qis): self.lev}
         self.use_bases = eng.scalar(f"SELECT count(*) FROM {ident(self.lev)}") >= BASE_ROWS
+        facts = 0
         if sa:
             self.glob = s.table(f"SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt FROM {ident(self.lev)} GROUP BY 1")
-            self.domain = eng.scalar(f"SELECT count(*) FROM {ident(self.glob)}")
+            self.domain, facts = eng.fetch_rows(f"SELECT count(*), sum(_adb_cnt) FROM {ident(self.glob)}")[1][0]
         else:
             self.glob, self.domain = None, 0
+        #: the metrics' tuples, counted in persons
+        self.counted = self.lev if not persons else s.table(
+            "SELECT " + ", ".join(f"_q{i}_{l}" for i, h in enumerate(self.heights) for l in range(h + 1))
+            + f", sum(_adb_own) AS _adb_cnt FROM {ident(self.lev)} GROUP BY ALL")
         self.ctx_base = dict(engine=eng, glob=self.glob, total=total, domain=self.domain, sensitive=sa,
+                             persons=persons, facts=int(facts or 0), glob_persons=total,
                              sensitive_numeric=bool(sa) and is_numeric_type(types[sa]), sa_hierarchy=sa_hier,
                              scratch=s, qi_columns=[q.column for q in qis])
         self.prepared = False
@@ -244,7 +285,7 @@ class _Lattice:
         table it is grouped from (:meth:`base`)."""
         self.add_bases(nodes)
         return dict(nodes=[{"id": j, "levels": n, "lev": self.base(n)} for j, n in enumerate(nodes)], d=self.d,
-                    sensitive=self.sa, lev=self.lev)
+                    sensitive=self.sa, lev=self.lev, persons=self.persons)
 
     def _pattern(self, n: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(min(l, 1) for l in n)
@@ -273,7 +314,8 @@ class _Lattice:
                 continue
             cols = [f"_q{i}_{l}" for i, h in enumerate(self.heights) for l in range(p[i], h + 1)]
             keys = ", ".join(cols + (["_adb_sa"] if self.sa else []))
-            self.bases[p] = self.s.table(f"SELECT {keys}, CAST(sum(_adb_cnt) AS BIGINT) AS _adb_cnt "
+            own = ", CAST(sum(_adb_own) AS BIGINT) AS _adb_own" if self.persons else ""
+            self.bases[p] = self.s.table(f"SELECT {keys}, CAST(sum(_adb_cnt) AS BIGINT) AS _adb_cnt{own} "
                                          f"FROM {ident(self.base(p))} GROUP BY {keys}")
 
     def evaluate(self, nodes: list[tuple[int, ...]], loss: bool | None = None) -> dict[tuple[int, ...], dict[str, Any]]:
@@ -302,7 +344,8 @@ class _Lattice:
         the CTEs it reads: the cells and groups are computed in the judging statement itself,
         unless a model materializes its verdicts (they then live in tables, replaced per ``role``)."""
         e, s = self.eng, self.s
-        inline = not any(m.materialize for m in self.models)
+        # record owners: a distribution-type model reads the groups by their facts (a table made from them)
+        inline = not any(m.materialize for m in self.models) and not self.persons
         ctes: list[tuple[str, str, bool]] = []
 
         def put(name: str, sql: str, shared: bool) -> str:
@@ -314,7 +357,8 @@ class _Lattice:
         # with a sensitive attribute the models read the cells and the groups, each more than once
         cells = put("cells", cells_sql, bool(self.sa))
         if self.sa:
-            groups = put("groups", e.render("check_groups.sql.j2", keys=self.keys, cells=cells).sql, True)
+            groups = put("groups", e.render("check_groups.sql.j2", keys=self.keys, cells=cells,
+                                            persons=self.persons).sql, True)
         else:  # the cells are the groups (fulldomain_nodes.sql.j2 counts them as _adb_n too)
             groups = cells
         ctx = GroupContext(keys=self.keys, cells=cells, groups=groups, scope=["_adb_ln"], **self.ctx_base)
@@ -349,7 +393,7 @@ class _Lattice:
 
     def release_metrics(self, node: tuple[int, ...]) -> dict[str, float]:
         """The loss and the non-uniform entropy of ``node``'s release, in one statement."""
-        r = self.eng.fetch(self.eng.render("fulldomain_metrics.sql.j2", lev=self.lev, kept=self.kept_groups(node),
+        r = self.eng.fetch(self.eng.render("fulldomain_metrics.sql.j2", lev=self.counted, kept=self.kept_groups(node),
                                            card=self.codes, d=self.d, levels=node, total=self.total,
                                            leaves=self.leaves))[0]
         return {"loss": float(r["loss"] or 0.0), "entropy": float(r["entropy"] or 0.0)}
