@@ -21,6 +21,12 @@ Two modes:
   ``eq_class``, any group id); the requested l-diversity variant is checked, and QIT/ST released.
 
 Either way the pair is verified by :func:`anonydb.checker.check` before anything is written.
+
+Record owners (``person``): all of a person's records share one group. Group creation deals
+persons, each under the value most of their records hold (ties: the smallest), so a group of
+>= l persons holds l different values (distinct l-diversity by persons); the other variants are
+judged by persons (:mod:`anonydb.models.base`) and refused when a group fails. The ST counts
+persons (c_s: a value repeated on one person's visits counts once), the QIT lists every record.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..models import LDiversity
 from ..models.base import as_fraction
-from ..schema import split_list
+from ..schema import PERSON_COLUMN, split_list
 from ..sources import open_source
 from ..sqlgen import ident
 from ..release.publish import Publication, publication_lines, resolve_roles
@@ -54,20 +60,25 @@ class AnatomyResult:
     dropped: list[str] = field(default_factory=list)  # source columns not published (no role, identifiers)
     kept: list[str] = field(default_factory=list)  # published unchanged in the QIT at the user's request
     order: str = ""  # how the QIT's rows are ordered and the groups dealt
+    person: str | None = None  # record owners: groups of persons, ST counts persons
+    person_like: list[tuple[str, int, int]] = field(default_factory=list)  # dropped columns like a person key
 
     def format(self) -> str:
         v = self.report.verdicts[0]
         ach = ", ".join(f"{k} = {_fmt(x)}" for k, x in v.achieved.items())
-        return "\n".join([f"anatomy: {self.rows} rows in {self.groups} groups -> {self.qit} (QI values, group_id), "
-                          f"{self.st} (group_id, sensitive value, count) in {self.seconds:.2f} s",
+        rows = f"{self.rows} rows" if self.person is None else f"{self.rows} rows of {self.report.persons} persons"
+        count = "count" if self.person is None else "persons holding it"
+        return "\n".join([f"anatomy: {rows} in {self.groups} groups -> {self.qit} (QI values, group_id), "
+                          f"{self.st} (group_id, sensitive value, {count}) in {self.seconds:.2f} s",
                           f"  verified: {v.model} holds (achieved {ach})",
-                          *publication_lines(self.dropped, self.kept, self.order)])
+                          *publication_lines(self.dropped, self.kept, self.order, self.person, self.person_like)])
 
 
 def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out: str,
             engine: Engine | Any = None, groups: str | None = None, l_variant: str = "distinct",
             c: Any = None, seed: int | None = None, replace: bool = False, as_view: bool = False,
-            keep: str | Iterable[str] | None = None, identifiers: str | Iterable[str] | None = None) -> AnatomyResult:
+            keep: str | Iterable[str] | None = None, identifiers: str | Iterable[str] | None = None,
+            person: str | None = None) -> AnatomyResult:
     """Release ``source`` as ``<out>_qit`` and ``<out>_st`` (see the module docstring).
 
     ``l``: an integer >= 2 for group creation; with ``groups`` any l-diversity parameter of
@@ -75,6 +86,7 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
     names become views over the verified tables ``<out>_qit__data`` / ``<out>_st__data``. The QIT
     publishes the QIs and the ``keep`` columns exactly; every other column is dropped. ``seed`` None
     orders the QIT and deals the groups by a fresh secret; an integer makes both reproducible.
+    ``person``: the column naming each record's owner: groups of persons (see the module docstring).
     """
     t0 = time.perf_counter()
     eng = connect(engine)
@@ -92,7 +104,8 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
         order = pub.order
         with eng.scratch("anatomy") as s:
             relation = open_source(eng, source, scratch=s)
-            columns = resolve_roles(eng, relation, qi_cols, sensitive, identifiers, keep, label=str(source)).columns
+            columns = resolve_roles(eng, relation, qi_cols, sensitive, identifiers, keep, label=str(source),
+                                    person=person).columns
             cols = dict(eng.columns(relation))
             if groups is not None:
                 if groups not in cols:
@@ -100,17 +113,29 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
                 if groups == sensitive:
                     raise InputError(f"the group column {groups!r} is the sensitive attribute")
             base, rid = eng.row_ids(s, relation)
-            n = eng.scalar(f"SELECT count(*) FROM {ident(base)}")
+            records = n = eng.scalar(f"SELECT count(*) FROM {ident(base)}")
             if n == 0:
                 raise InputError(f"{source} is empty: there is nothing to release")
+            dealt, drid = base, rid  # what group creation deals: the records, or the persons
+            if person is not None and groups is not None:
+                split = eng.fetch_rows(f"SELECT {ident(person)} FROM {ident(base)} GROUP BY 1 "
+                                       f"HAVING count(DISTINCT {ident(groups)}) > 1 ORDER BY 1 LIMIT 1")[1]
+                if split:
+                    raise InputError(f"the group column {groups!r} splits person {split[0][0]!r} ({person!r}) across "
+                                     f"groups: a person's records must share one group")
+            elif person is not None:  # each person dealt once, under the value most of their records hold
+                dealt, drid = eng.row_ids(s, s.table(eng.render("person_primary.sql.j2", person=person,
+                                                                 sensitive=sensitive, source=base)))
+                n = eng.scalar(f"SELECT count(*) FROM {ident(dealt)}")
             if groups is None:
                 top, top_cnt, m = eng.fetch_rows(
                     f"SELECT arg_max({ident(sensitive)}, c), max(c), count(*) FROM "
-                    f"(SELECT {ident(sensitive)}, count(*) AS c FROM {ident(base)} GROUP BY 1) AS h")[1][0]
+                    f"(SELECT {ident(sensitive)}, count(*) AS c FROM {ident(dealt)} GROUP BY 1) AS h")[1][0]
                 if top_cnt * l > n:
                     raise InfeasibleError(
                         f"Anatomy with l = {l} is infeasible: the most frequent value of {sensitive!r}, {top!r}, "
-                        f"holds {top_cnt} of {n} rows, more than n/l = {n / l:g} (a group can hold a value at "
+                        f"holds {top_cnt} of {n} {'persons' if person else 'rows'}, more than n/l = {n / l:g} "
+                        f"(a group can hold a value at "
                         f"most once in l records); the largest feasible l is {n // top_cnt}"
                         + (f" ({m} distinct values)" if m < l else ""))
                 size = group_size(l, l_variant, c)
@@ -120,30 +145,39 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
                         f"and such a group is recursive (c,l)-diverse only from {size} records on (c * (records - l + "
                         f"1) > 1), but the most frequent value of {sensitive!r}, {top!r}, holds {top_cnt} of {n} rows, "
                         f"more than n/{size} = {n / size:g}; raise c or lower l")
-                assign = s.table(eng.render("anatomy_groups.sql.j2", base=base, rid=rid, sensitive=sensitive,
+                assign = s.table(eng.render("anatomy_groups.sql.j2", base=dealt, rid=drid, sensitive=sensitive,
                                             g=n // size, key=order.key))
+                if person is not None:  # every record takes its person's group
+                    assign = s.table(eng.render("person_classes.sql.j2", rows=assign, base=dealt, rid=drid,
+                                                person=person, events=base, erid=rid, column="group_id"))
             else:
                 assign = s.table(f"SELECT CAST(b.{rid if rid == 'rowid' else ident(rid)} AS BIGINT) AS _adb_rid, "
                                  f"CAST(dense_rank() OVER (ORDER BY b.{ident(groups)} NULLS LAST) AS BIGINT) AS group_id "
                                  f"FROM {ident(base)} AS b")
             # stage QIT and ST, verify the pair, then swap both in
             common = dict(base=base, assign=assign, rid=rid if rid == "rowid" else ident(rid), qis=qi_cols,
-                          sensitive=sensitive, key=order.key, keep=columns.keep)
+                          sensitive=sensitive, key=order.key, keep=columns.keep, person=person)
             qit_stage, st_stage = pub.stage("qit"), pub.stage("st")
             eng.create_table_as(qit_stage, eng.render("anatomy_release.sql.j2", part="qit", **common))
             eng.create_table_as(st_stage, eng.render("anatomy_release.sql.j2", part="st", **common))
-            report = verify(eng, qit_stage, st_stage, qi_cols, sensitive, [LDiversity(l, variant=l_variant, c=c)])
+            if person is None:
+                report = verify(eng, qit_stage, st_stage, qi_cols, sensitive, [LDiversity(l, variant=l_variant, c=c)])
+            else:
+                report = verify_persons(eng, qit_stage, st_stage, base, rid, assign, person, sensitive,
+                                        [LDiversity(l, variant=l_variant, c=c)])
             v = report.verdicts[0]
             g = v.violations[0] if v.violations else None
-            where = f"; e.g. group {g.key.get('group_id')} of {g.size} rows has value {_fmt(g.value)}" if g else ""
+            unit = "persons" if person else "rows"
+            where = f"; e.g. group {g.key.get('group_id')} of {g.size} {unit} has value {_fmt(g.value)}" if g else ""
             pub.attach([qit_stage, st_stage], report.holds, f"{v.model} does not hold on the QIT/ST release "
                        f"({v.violating_groups} of {v.groups} groups violate){where}", report)
             n_groups = eng.scalar(f"SELECT count(DISTINCT group_id) FROM {ident(st_stage)}")
         pub.commit([(qit_stage, qit_name), (st_stage, st_name)], as_view)
     del model
-    return AnatomyResult(qit=qit_name, st=st_name, rows=int(n), groups=int(n_groups),
+    return AnatomyResult(qit=qit_name, st=st_name, rows=int(records), groups=int(n_groups),
                          seconds=time.perf_counter() - t0, report=report, dropped=columns.dropped,
-                         kept=columns.keep, order=order.describe())
+                         kept=columns.keep, order=order.describe(), person=person,
+                         person_like=columns.person_like)
 
 
 def group_size(l: int, l_variant: str, c: Any) -> int:
@@ -173,3 +207,25 @@ def verify(eng: Engine, qit: str, st: str, qi: list[str], sensitive: str, models
         # expand ST to one row per record for the checker (group_id is the only QI of the check)
         rows = s.table(f"SELECT group_id, {ident(sensitive)} FROM {ident(st)}, range(count)")
         return check(rows, ["group_id"], sensitive, models=models, engine=eng, max_groups=3)
+
+
+def verify_persons(eng: Engine, qit: str, st: str, base: str, rid: str, assign: str, person: str, sensitive: str,
+                   models: list) -> Any:
+    """Check a QIT/ST pair of record owners: the groups of the records (``base`` by ``assign``) judged
+    by persons, each group's QIT rows its records, and ST's counts the persons holding each value."""
+    r = rid if rid == "rowid" else ident(rid)
+    with eng.scratch("anatomy_check") as s:
+        rows = s.table(f"SELECT a.group_id, b.{ident(person)} AS {ident(PERSON_COLUMN)}, b.{ident(sensitive)} "
+                       f"FROM {ident(base)} AS b JOIN {ident(assign)} AS a ON a._adb_rid = CAST(b.{r} AS BIGINT)")
+        sa = ident(sensitive)
+        bad = eng.fetch_rows(
+            f"SELECT coalesce(x.group_id, y.group_id) FROM (SELECT group_id, {sa}, "
+            f"count(DISTINCT {ident(PERSON_COLUMN)}) AS n FROM {ident(rows)} GROUP BY 1, 2) AS x "
+            f"FULL JOIN {ident(st)} AS y ON y.group_id = x.group_id AND y.{sa} IS NOT DISTINCT FROM x.{sa} "
+            f"WHERE x.n IS DISTINCT FROM y.{ident('count')} "
+            f"UNION ALL SELECT coalesce(x.group_id, y.group_id) FROM (SELECT group_id, count(*) AS n FROM {ident(rows)} "
+            f"GROUP BY 1) AS x FULL JOIN (SELECT group_id, count(*) AS n FROM {ident(qit)} GROUP BY 1) AS y "
+            f"ON y.group_id = x.group_id WHERE x.n IS DISTINCT FROM y.n LIMIT 1")[1]
+        if bad:
+            raise AnonyDBError(f"internal error: group {bad[0][0]} of the QIT/ST pair does not match its records")
+        return check(rows, ["group_id"], sensitive, models=models, engine=eng, max_groups=3, person=PERSON_COLUMN)

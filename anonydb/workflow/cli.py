@@ -709,6 +709,7 @@ def _fulldomain(args: argparse.Namespace, engine, hierarchies, progress=None) ->
     try:
         r = fulldomain(args.source, args.qi, args.sensitive, hierarchies=hierarchies, out=args.out, engine=engine,
                        max_suppression=args.max_suppression, metric=args.metric, identifiers=args.identifiers,
+                       person=args.person,
                        keep=args.keep,
                        replace=args.replace, seed=args.seed, k=args.k, l=_int_if_whole(args.l),
                        l_variant=args.l_variant, c=args.c, t=args.t, distance=args.distance, alpha=args.alpha,
@@ -1099,7 +1100,8 @@ def _anatomy(args: argparse.Namespace, engine) -> int:
     try:
         result = anatomy(args.source, args.qi, args.sensitive, l=_int_if_whole(args.l), out=args.out, engine=engine,
                          groups=args.groups, l_variant=args.l_variant, c=args.c, seed=args.seed,
-                         replace=args.replace, as_view=args.view, keep=args.keep, identifiers=args.identifiers)
+                         replace=args.replace, as_view=args.view, keep=args.keep, identifiers=args.identifiers,
+                         person=args.person)
         mem = None
         if args.membership:
             from ..attacks.membership import anatomy_membership
