@@ -124,8 +124,9 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
                     raise InputError(f"the group column {groups!r} splits person {split[0][0]!r} ({person!r}) across "
                                      f"groups: a person's records must share one group")
             elif person is not None:  # each person dealt once, under the value most of their records hold
-                dealt, drid = eng.row_ids(s, s.table(eng.render("person_primary.sql.j2", person=person,
-                                                                 sensitive=sensitive, source=base)))
+                # numbered in person order, so that a seed deals the same groups on every engine
+                dealt, drid = s.table(eng.render("person_primary.sql.j2", person=person, sensitive=sensitive,
+                                                 source=base)), "_adb_rid"
                 n = eng.scalar(f"SELECT count(*) FROM {ident(dealt)}")
             if groups is None:
                 top, top_cnt, m = eng.fetch_rows(

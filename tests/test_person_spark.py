@@ -1,0 +1,56 @@
+"""Record owners on a real local Spark session: the same reports and releases as on DuckDB
+(tests/person_engines.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+import anonydb
+from conftest import spark_view
+from person_engines import CHECKS, same_check, same_releases, visits
+
+#: pytest -n: every test of one engine on one worker, which starts its Spark session once
+pytestmark = pytest.mark.xdist_group("spark")
+
+
+@pytest.fixture(scope="module")
+def duck():
+    eng = anonydb.connect()
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(scope="module")
+def sp(spark):
+    return anonydb.connect(spark)
+
+
+@pytest.fixture(scope="module")
+def table(duck, spark):
+    name = visits(duck, "pv_visits_s")
+    for t in (name, f"{name}_t"):
+        spark_view(duck, spark, t)
+    return name
+
+
+def _source(d):
+    d.pop("source", None)
+    return d
+
+
+def test_check_by_persons_same(duck, sp, table):
+    same_check(duck, sp, table, norm=_source, checks=[dict(k=2, l=2), dict(t=0.3)])
+
+
+def test_mondrian_by_persons_same(duck, sp, table):
+    same_releases(duck, sp, table, mondrian=[dict(k=3)], others=False)
+
+
+@pytest.mark.slow
+def test_every_check_by_persons_same(duck, sp, table):
+    same_check(duck, sp, table, norm=_source, checks=CHECKS)
+
+
+@pytest.mark.slow
+def test_releases_by_persons_same(duck, sp, table):
+    same_releases(duck, sp, table)
