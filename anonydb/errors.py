@@ -53,7 +53,7 @@ _CLI_SPELLING = {"out": "--out", "replace": "--replace", "keep": "--keep", "iden
 
 _SPEC_SPELLING = {"keep": "role insensitive", "replace": "output: {replace: true}",
                   "out": "output: {table: ...}", "identifiers": "role identifier (attributes:)", "seed": "seed:",
-                  "person": "role person"}
+                  "person": "role person", "pseudonymize": "role pseudonym"}
 
 
 def option(name: str) -> str:

@@ -45,7 +45,7 @@ from ..models.base import as_fraction
 from ..schema import PERSON_COLUMN, split_list
 from ..sources import open_source
 from ..sqlgen import ident
-from ..release.publish import Publication, publication_lines, resolve_roles
+from ..release.publish import Publication, pseudonymized, publication_lines, resolve_roles
 from .mondrian import _fmt
 
 
@@ -62,6 +62,7 @@ class AnatomyResult:
     order: str = ""  # how the QIT's rows are ordered and the groups dealt
     person: str | None = None  # record owners: groups of persons, ST counts persons
     person_like: list[tuple[str, int, int]] = field(default_factory=list)  # dropped columns like a person key
+    pseudonyms: tuple[list[str], str] = ([], "")  # columns published as keyed pseudonyms, where the key came from
 
     def format(self) -> str:
         v = self.report.verdicts[0]
@@ -71,14 +72,16 @@ class AnatomyResult:
         return "\n".join([f"anatomy: {rows} in {self.groups} groups -> {self.qit} (QI values, group_id), "
                           f"{self.st} (group_id, sensitive value, {count}) in {self.seconds:.2f} s",
                           f"  verified: {v.model} holds (achieved {ach})",
-                          *publication_lines(self.dropped, self.kept, self.order, self.person, self.person_like)])
+                          *publication_lines(self.dropped, self.kept, self.order, self.person, self.person_like,
+                                             self.pseudonyms)])
 
 
 def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out: str,
             engine: Engine | Any = None, groups: str | None = None, l_variant: str = "distinct",
             c: Any = None, seed: int | None = None, replace: bool = False, as_view: bool = False,
             keep: str | Iterable[str] | None = None, identifiers: str | Iterable[str] | None = None,
-            person: str | None = None) -> AnatomyResult:
+            person: str | None = None, pseudonymize: str | Iterable[str] | None = None,
+            secret_file: Any = None) -> AnatomyResult:
     """Release ``source`` as ``<out>_qit`` and ``<out>_st`` (see the module docstring).
 
     ``l``: an integer >= 2 for group creation; with ``groups`` any l-diversity parameter of
@@ -87,6 +90,8 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
     publishes the QIs and the ``keep`` columns exactly; every other column is dropped. ``seed`` None
     orders the QIT and deals the groups by a fresh secret; an integer makes both reproducible.
     ``person``: the column naming each record's owner: groups of persons (see the module docstring).
+    ``pseudonymize``, ``secret_file``: as in :func:`anonydb.methods.mondrian.anonymize` (the QIT
+    carries the pseudonyms).
     """
     t0 = time.perf_counter()
     eng = connect(engine)
@@ -105,7 +110,8 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
         with eng.scratch("anatomy") as s:
             relation = open_source(eng, source, scratch=s)
             columns = resolve_roles(eng, relation, qi_cols, sensitive, identifiers, keep, label=str(source),
-                                    person=person).columns
+                                    person=person, pseudonymize=pseudonymize).columns
+            relation, key_origin = pseudonymized(eng, s, relation, columns, secret_file)
             cols = dict(eng.columns(relation))
             if groups is not None:
                 if groups not in cols:
@@ -157,7 +163,8 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
                                  f"FROM {ident(base)} AS b")
             # stage QIT and ST, verify the pair, then swap both in
             common = dict(base=base, assign=assign, rid=rid if rid == "rowid" else ident(rid), qis=qi_cols,
-                          sensitive=sensitive, key=order.key, keep=columns.keep, person=person)
+                          sensitive=sensitive, key=order.key, person=person,
+                          keep=columns.keep + ([person] if person in columns.pseudonyms else []))
             qit_stage, st_stage = pub.stage("qit"), pub.stage("st")
             eng.create_table_as(qit_stage, eng.render("anatomy_release.sql.j2", part="qit", **common))
             eng.create_table_as(st_stage, eng.render("anatomy_release.sql.j2", part="st", **common))
@@ -178,7 +185,7 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
     return AnatomyResult(qit=qit_name, st=st_name, rows=int(records), groups=int(n_groups),
                          seconds=time.perf_counter() - t0, report=report, dropped=columns.dropped,
                          kept=columns.keep, order=order.describe(), person=person,
-                         person_like=columns.person_like)
+                         person_like=columns.person_like, pseudonyms=(columns.pseudonyms, key_origin))
 
 
 def group_size(l: int, l_variant: str, c: Any) -> int:

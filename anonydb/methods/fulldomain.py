@@ -48,7 +48,7 @@ from ..models import GroupContext, Model, NTCloseness
 from ..schema import is_numeric_type, split_list
 from ..sources import open_source
 from ..sqlgen import ident
-from ..release.publish import Publication, constant_qis, publication_lines, resolve_roles
+from ..release.publish import Publication, constant_qis, pseudonymized, publication_lines, resolve_roles
 from .mondrian import _fmt
 
 METRICS = ("dm", "aecs", "height", "precision", "loss", "entropy")
@@ -100,6 +100,7 @@ class FullDomainResult:
     person: str | None = None  # record owners: classes, suppression and metrics count persons
     persons: int | None = None  # the persons released
     person_like: list[tuple[str, int, int]] = field(default_factory=list)  # dropped columns like a person key
+    pseudonyms: tuple[list[str], str] = ([], "")  # columns published as keyed pseudonyms, where the key came from
 
     def format(self) -> str:
         lv = ", ".join(f"{q}={l}" for q, l in self.levels.items())
@@ -114,7 +115,7 @@ class FullDomainResult:
                 "  verified: " + ("; ".join(f"{v.model} holds" for v in self.report.verdicts) if self.report
                                   else "by the caller")
                 + "".join("\n" + x for x in publication_lines(self.dropped, self.kept, self.order, self.person,
-                                                              self.person_like)))
+                                                              self.person_like, self.pseudonyms)))
 
 
 def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, hierarchies: dict[str, Hierarchy],
@@ -123,6 +124,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                replace: bool = False, seed: int | None = None,
                models: list[Model] | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
                _caller_keeps: str | None = None, _unjudged: tuple[str, ...] = (), person: str | None = None,
+               pseudonymize: str | Iterable[str] | None = None, secret_file: Any = None,
                **params: Any) -> FullDomainResult:
     """Release ``source`` generalized to the best satisfying level vector (see module docstring).
     (n,t)-closeness is judged without suppression only (:data:`NT_SUPPRESSION`).
@@ -135,7 +137,8 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
     ``person``: the column naming each record's owner. The lattice judges persons (every QI must be
     constant per person, so a person's records share their labels), a failing group suppresses its
     persons with all their records (``max_suppression`` is then a fraction of the persons), the
-    metrics count persons, and the column is not published."""
+    metrics count persons, and the column is not published. ``pseudonymize``, ``secret_file``: as in
+    :func:`anonydb.methods.mondrian.anonymize`."""
     t0 = time.perf_counter()
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -165,8 +168,10 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
         order = pub.order
         with eng.scratch("fulldomain") as s:
             relation = open_source(eng, source, scratch=s)
-            roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, label=str(source), person=person)
+            roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, label=str(source), person=person,
+                                  pseudonymize=pseudonymize)
             types, columns = roles.types, roles.columns
+            relation, key_origin = pseudonymized(eng, s, relation, columns, secret_file)
             if _caller_keeps is not None:  # the caller's own table: every column rides along, the caller drops them
                 columns.published = [c for c, _ in eng.columns(relation)]
             sa = sensitive if any(m.needs_sensitive for m in models) else None
@@ -202,7 +207,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             stage = pub.stage() if _caller_keeps is None else out
             kept_groups = lat.kept_labels(best)
             gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols},
-                                 columns.published + ([person] if person is not None else []))
+                                 columns.published + ([person] if person not in (None, *columns.published) else []))
             eng.execute(eng.render("fulldomain_release.sql.j2", stage=stage, gen=gen.sql, kept=kept_groups,
                                    qis=qi_cols, key=order.key, only=_caller_keeps))
             report = None
@@ -212,6 +217,8 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                                     hierarchies={sensitive: hierarchies[sensitive]} if sensitive in hierarchies
                                     else None, distribution_of=relation, exclude=_unjudged,
                                     **({"person": person} if person is not None else {}))
+                if person is not None and person not in columns.published:  # verified: the key goes
+                    eng.drop_column(stage, person)
             m = cand_metrics[best]
             if person is not None:  # verified: the person key is gone; the persons released are the report's
                 rows, released = eng.scalar(f"SELECT count(*) FROM {ident(stage)}"), report.persons
@@ -230,7 +237,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                             dropped=[c for c in columns.dropped if c != _caller_keeps], kept=columns.keep,
                             order=order.describe(), person=person,
                             persons=int(total - m["suppressed"]) if person is not None else None,
-                            person_like=columns.person_like)
+                            person_like=columns.person_like, pseudonyms=(columns.pseudonyms, key_origin))
 
 
 class _Lattice:

@@ -41,7 +41,7 @@ from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
 from ..models import GroupContext, Model, NTCloseness
 from ..schema import is_numeric_type, kind_of_type, split_list
 from ..release.publish import (PERSON_COLUMN, Publication, constant_qis, kept_columns_break, publication_lines,
-                               resolve_roles)
+                               pseudonymized, resolve_roles)
 from ..sources import open_source
 from ..sqlgen import ident, literal
 
@@ -91,6 +91,7 @@ class MondrianResult:
     order: str = ""  # how the rows are ordered (secret, or recomputable from a seed)
     person: str | None = None  # record owners: the column the models counted persons by
     person_like: list[tuple[str, int, int]] = field(default_factory=list)  # dropped columns like a person key
+    pseudonyms: tuple[list[str], str] = ([], "")  # columns published as keyed pseudonyms, where the key came from
 
     def format(self) -> str:
         u = self.utility
@@ -109,7 +110,7 @@ class MondrianResult:
         lines.append("  verified: " + "; ".join(
             f"{v.model} holds (achieved {', '.join(f'{k} = {_fmt(x)}' for k, x in v.achieved.items())})"
             for v in self.report.verdicts))
-        lines += publication_lines(self.dropped, self.kept, self.order, self.person, self.person_like)
+        lines += publication_lines(self.dropped, self.kept, self.order, self.person, self.person_like, self.pseudonyms)
         return "\n".join(lines)
 
 
@@ -128,6 +129,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
               relaxed: bool = False, categorical: str = "hierarchy", try_all_dims: bool = True,
               replace: bool = False, seed: int | None = None, progress: Callable[[dict[str, Any]], None] | None = None, as_view: bool = False,
               plan: str = "auto", _unjudged: tuple[str, ...] = (), person: str | None = None,
+              pseudonymize: str | Iterable[str] | None = None, secret_file: Any = None,
               **params: Any) -> MondrianResult:
     """Anonymize ``source`` with Mondrian into the table ``out``; return the verified release.
 
@@ -152,6 +154,10 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     ``person``: the column naming each record's owner. Every model then judges distinct persons
     (:mod:`anonydb.models.base`), the cuts partition persons (every QI must be constant per person:
     all of a person's records land in one class, under one label), and the column is not published.
+    ``pseudonymize``: columns published as their keyed pseudonym (HMAC-SHA256, the key from
+    ``secret_file``, ``$ANONYDB_SECRET`` or fresh; :func:`anonydb.release.publish.pseudonymized`);
+    the person column among them links a person's records, which all share one class of >= k
+    persons, so the set of classes holding a person is shared by every person of that class.
     """
     t0 = time.perf_counter()
     eng = connect(engine)
@@ -191,8 +197,10 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         order = pub.order
         with eng.scratch("mondrian") as s:
             relation = open_source(eng, source, scratch=s)
-            roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, kinds, label=str(source), person=person)
+            roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, kinds, label=str(source), person=person,
+                                  pseudonymize=pseudonymize)
             types, columns = roles.types, roles.columns
+            relation, key_origin = pseudonymized(eng, s, relation, columns, secret_file)
             for attr in hierarchies:
                 if attr not in qi_cols and attr != sensitive:
                     raise InputError(f"a hierarchy is given for {attr!r}, which is neither a quasi-identifier "
@@ -240,7 +248,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             if not plain and columns.keep:  # the class-wise models below judge eq_class: kept columns may not split it
                 plain = build_models(k=1)
             if plain:  # over every published column but the sensitive one (fail closed)
-                pub.verify(stage, sensitive, plain, columns.keep, hierarchies=sa_h, exclude=_unjudged,
+                pub.verify(stage, sensitive, plain, columns.keep, hierarchies=sa_h,
+                           exclude=tuple(_unjudged) + ((person,) if person in columns.published else ()),
                            expected_groups=None if columns.keep else n_classes,
                            **({"person": PERSON_COLUMN} if person is not None else {}))
             elif person is not None:
@@ -268,7 +277,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                           seconds=time.perf_counter() - t0, utility=utility, report=report,
                           params={"relaxed": relaxed, "categorical": categorical, **(model_params or {})},
                           dropped=columns.dropped, kept=columns.keep, order=order.describe(), person=person,
-                          person_like=columns.person_like)
+                          person_like=columns.person_like, pseudonyms=(columns.pseudonyms, key_origin))
 
 
 def _attach(pub: Publication, stage: str, report: Any) -> None:

@@ -35,6 +35,7 @@ from typing import Any, Iterable
 
 from ..engines.base import Engine
 from ..errors import AnonyDBError, InputError, option
+from ..pseudonyms import load_key, pseudonym_sql
 from ..schema import PERSON_COLUMN, RESERVED_PREFIX, split_list, validate_person, validate_roles, varying_qi
 from ..sqlgen import ident, literal
 
@@ -55,6 +56,7 @@ class Columns:
     keep: list[str]  # published unchanged at the user's request
     dropped: list[str] = field(default_factory=list)  # identifiers and columns without a role
     person: str | None = None  # the person column (record owners): never published as it is
+    pseudonyms: list[str] = field(default_factory=list)  # published as keyed pseudonyms (HMAC-SHA256)
     #: dropped columns without a role that look like a person key: (column, values, rows)
     person_like: list[tuple[str, int, int]] = field(default_factory=list)
 
@@ -83,7 +85,7 @@ class Roles:
 
 def resolve_roles(eng: Engine, relation: str, qi: list[str], sensitive: str | None, identifiers: list[str] = (),
                   keep: Iterable[str] | None = None, kinds: dict[str, str] | None = None, label: str | None = None,
-                  person: str | None = None) -> Roles:
+                  person: str | None = None, pseudonymize: Iterable[str] | None = None) -> Roles:
     """Check the QIs, sensitive attribute, person column and declared kinds against ``relation``
     (:func:`anonydb.schema.validate_roles`, :func:`anonydb.schema.validate_person`) and decide what
     is published (:func:`resolve_columns`)."""
@@ -92,18 +94,32 @@ def resolve_roles(eng: Engine, relation: str, qi: list[str], sensitive: str | No
     if person is not None:
         validate_person(eng, relation, person, qi, sensitive, label=name)
     return Roles(list(qi), sensitive, dict(types), resolve_columns(eng, relation, qi, sensitive, identifiers or [],
-                                                                   keep, name, person))
+                                                                   keep, name, person, pseudonymize))
 
 
 def resolve_columns(eng: Engine, relation: str, qi: list[str], sensitive: str | None,
                     identifiers: str | Iterable[str] | None, keep: str | Iterable[str] | None,
-                    label: str, person: str | None = None) -> Columns:
+                    label: str, person: str | None = None, pseudonymize: Iterable[str] | None = None) -> Columns:
     """Sort the columns of ``relation`` into published and dropped; refuse a kept or identifier
     column that is missing, reserved or given another role, and an identifier that repeats (unless
     a person column says whose records they are: the models then count persons). The person
-    column is never published as it is."""
+    column is never published as it is: only as a pseudonym. A pseudonymized column is published
+    as its keyed pseudonym (:func:`pseudonymized`); one that is not the person column is verified
+    like a kept column."""
     cols = [c for c, _ in eng.columns(relation)]
     ids, kept = split_list(identifiers, "identifiers"), split_list(keep, "keep")
+    pseud = split_list(pseudonymize, "pseudonymize")
+    for c in pseud:
+        if c not in cols:
+            raise InputError(f"column {c!r} ({option('pseudonymize')}) not found in {label}; its columns are: "
+                             f"{', '.join(cols)}")
+        if c in qi:
+            raise InputError(f"{c!r} is given both as a pseudonym and as a quasi-identifier: a pseudonym links "
+                             f"records, it does not generalize them")
+        if c == sensitive:
+            raise InputError(f"{c!r} is given both as a pseudonym and as the sensitive attribute")
+        if c in ids:
+            raise InputError(f"{c!r} is given both as a pseudonym and as an identifier (identifiers are dropped)")
     roles = {c: "quasi-identifier" for c in qi}
     if sensitive:
         roles[sensitive] = "sensitive attribute"
@@ -122,11 +138,34 @@ def resolve_columns(eng: Engine, relation: str, qi: list[str], sensitive: str | 
             roles[c] = what
     if person is None:
         check_identifiers(eng, relation, ids)
-    published = [c for c in cols if c in roles and roles[c] not in ("identifier", "person column")]
+    published = [c for c in cols if (c in roles and roles[c] not in ("identifier", "person column")) or c in pseud]
+    kept += [c for c in pseud if c != person and c not in kept]  # verified like a kept column
     dropped = [c for c in cols if c not in published]
     like = [] if person is not None else person_keys(eng, relation, [c for c in dropped if c not in roles])
     return Columns(published=published, keep=[c for c in cols if c in kept], dropped=dropped, person=person,
-                   person_like=like)
+                   person_like=like, pseudonyms=[c for c in cols if c in pseud])
+
+
+def pseudonymized(eng: Engine, s: Any, relation: str, columns: Columns, secret_file: Any = None) -> tuple[str, str]:
+    """``relation`` with every pseudonymized column replaced, under its own name, by its keyed
+    pseudonym (:func:`anonydb.pseudonyms.pseudonym_sql`), as a scratch table every later step reads:
+    the raw values never reach a release. The key comes from ``secret_file``, ``$ANONYDB_SECRET`` or
+    is drawn fresh (:func:`anonydb.pseudonyms.load_key`); it is never stored nor logged. Returns
+    (the relation, where the key came from)."""
+    if not columns.pseudonyms:
+        return relation, ""
+    key, origin = load_key(secret_file)
+    types = dict(eng.columns(relation))
+    sel = ", ".join(f"{pseudonym_sql(eng, ident(c), types[c], key)} AS {ident(c)}" if c in columns.pseudonyms
+                    else ident(c) for c in types)
+    return s.table(f"SELECT {sel} FROM {ident(relation)}"), origin
+
+
+def pseudonym_line(columns: list[str], origin: str) -> str:
+    """What a result's text says about its pseudonyms."""
+    where = {"file": "the secret file", "environment": "$ANONYDB_SECRET",
+             "fresh": "a fresh key, never stored: no other release can be linked to this one"}.get(origin, origin)
+    return f"  pseudonymized (HMAC-SHA256, keyed by {where}): {', '.join(columns)}"
 
 
 #: a likely person key has at least this many distinct values ...
@@ -374,8 +413,8 @@ class Publication:
         ``person`` (a column the method staged to judge record owners by, never published) the
         column is dropped from the stage once the release is verified."""
         report = verify_published(self.eng, stage, sensitive, models, keep, what, exclude, **check_args)
-        if check_args.get("person"):
-            self.eng.drop_column(stage, check_args["person"])
+        if check_args.get("person") == PERSON_COLUMN:
+            self.eng.drop_column(stage, PERSON_COLUMN)
         self._record([stage], report)
         return report
 
@@ -486,11 +525,16 @@ def export(eng: Engine, parts: list[tuple[str, Path]]) -> list[str]:
 
 
 def publication_lines(dropped: list[str], kept: list[str], order: str, person: str | None = None,
-                      person_like: Iterable[tuple[str, int, int]] = ()) -> list[str]:
+                      person_like: Iterable[tuple[str, int, int]] = (), pseudonyms: tuple[list[str], str] = ([], "")
+                      ) -> list[str]:
     """What a result's text says about what was (not) published and how the rows are ordered."""
     lines = []
     if person is not None:
-        lines.append(f"  person key {person}: every model counted persons; not published")
+        lines.append(f"  person key {person}: every model counted persons; "
+                     + ("published as a pseudonym" if person in pseudonyms[0] else "not published"))
+    if pseudonyms[0]:
+        lines.append(pseudonym_line(*pseudonyms))
+    kept = [c for c in kept if c not in pseudonyms[0]]
     dropped = [c for c in dropped if c != person]
     if dropped:
         lines.append(f"  not published (no role): {', '.join(dropped)}; publish one unchanged with {option('keep')}")

@@ -264,6 +264,11 @@ def _parser() -> argparse.ArgumentParser:
                                          "repeats (several records per person)")
     a.add_argument("--person", metavar="COL", help=PERSON_HELP + "; mondrian, fulldomain and anatomy put all of "
                    "a person's records in one class")
+    a.add_argument("--pseudonymize", metavar="COLS",
+                   help="columns to publish as keyed pseudonyms (HMAC-SHA256 hex of the value's text), comma-separated; "
+                        "the key: --secret-file, else $ANONYDB_SECRET, else a fresh one (no other release links)")
+    a.add_argument("--secret-file", metavar="PATH",
+                   help="the pseudonyms' key: the file's bytes (one trailing newline dropped), at least 16; never stored")
     a.add_argument("--keep", metavar="COLS",
                    help="columns to publish unchanged, comma-separated (every column that is not a QI, the "
                         "sensitive attribute or kept is dropped); the models are verified over them too")
@@ -584,6 +589,11 @@ def _anonymize(args: argparse.Namespace) -> int:
         raise InputError("--bt and --bt-distance belong to --method mondrian")
     if args.membership and args.method not in ("slicing", "anatomy"):
         raise InputError("--membership belongs to --method slicing or anatomy")
+    if (args.pseudonymize or args.secret_file) and args.method in ("slicing", "injector"):
+        raise InputError(f"--pseudonymize: --method {args.method} publishes only its quasi-identifiers and the "
+                         f"sensitive attribute")
+    if args.secret_file and not args.pseudonymize:
+        raise InputError("--secret-file keys the pseudonyms: give --pseudonymize COLS as well")
     if args.person and args.method in ("slicing", "injector"):
         raise InputError(f"--person: --method {args.method} judges rows, not persons; use mondrian, fulldomain or "
                          f"anatomy for several records per person")
@@ -606,7 +616,8 @@ def _anonymize(args: argparse.Namespace) -> int:
             identifiers=args.identifiers, keep=args.keep, relaxed=args.relaxed, categorical=args.categorical, replace=args.replace,
             seed=args.seed, progress=progress, as_view=args.view, plan=args.plan, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
             t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, reference=args.reference,
-            bt=[_bt_arg(x, args.qi) for x in args.bt] or None, bt_distance=args.bt_distance, person=args.person)
+            bt=[_bt_arg(x, args.qi) for x in args.bt] or None, bt_distance=args.bt_distance, person=args.person,
+            pseudonymize=args.pseudonymize, secret_file=args.secret_file)
         progress.done()
         if args.export:
             _export(engine, args.out, args.export)
@@ -709,7 +720,7 @@ def _fulldomain(args: argparse.Namespace, engine, hierarchies, progress=None) ->
     try:
         r = fulldomain(args.source, args.qi, args.sensitive, hierarchies=hierarchies, out=args.out, engine=engine,
                        max_suppression=args.max_suppression, metric=args.metric, identifiers=args.identifiers,
-                       person=args.person,
+                       person=args.person, pseudonymize=args.pseudonymize, secret_file=args.secret_file,
                        keep=args.keep,
                        replace=args.replace, seed=args.seed, k=args.k, l=_int_if_whole(args.l),
                        l_variant=args.l_variant, c=args.c, t=args.t, distance=args.distance, alpha=args.alpha,
@@ -1101,7 +1112,7 @@ def _anatomy(args: argparse.Namespace, engine) -> int:
         result = anatomy(args.source, args.qi, args.sensitive, l=_int_if_whole(args.l), out=args.out, engine=engine,
                          groups=args.groups, l_variant=args.l_variant, c=args.c, seed=args.seed,
                          replace=args.replace, as_view=args.view, keep=args.keep, identifiers=args.identifiers,
-                         person=args.person)
+                         person=args.person, pseudonymize=args.pseudonymize, secret_file=args.secret_file)
         mem = None
         if args.membership:
             from ..attacks.membership import anatomy_membership

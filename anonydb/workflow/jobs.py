@@ -103,6 +103,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
               kinds: dict[str, str] | None = None, identifiers: str | Iterable[str] | None = None,
               keep: str | Iterable[str] | None = None, seed: int | None = None,
               replace: bool = False, as_view: bool = False, person: str | None = None,
+              pseudonymize: str | Iterable[str] | None = None, secret_file: Any = None,
               progress: Callable[[dict[str, Any]], None] | None = None, **params: Any) -> Release:
     """Anonymize ``source`` with ``method`` into ``out``; return the verified :class:`Release`.
 
@@ -119,7 +120,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     None orders the rows by a fresh secret; an integer gives an order anyone with the seed can
     recompute (``.order`` says which). ``person``: the column naming each record's owner; every
     model then counts distinct persons (mondrian, fulldomain, anatomy), and the column is not
-    published as it is."""
+    published as it is. ``pseudonymize``: columns published as keyed pseudonyms (HMAC-SHA256 keyed
+    by ``secret_file``, ``$ANONYDB_SECRET`` or a fresh key; mondrian, fulldomain, anatomy)."""
     from .. import methods as m
 
     if method not in METHODS:
@@ -139,6 +141,9 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                          f"{', '.join(allowed)} besides the privacy models")
     if as_view and method not in ("mondrian", "anatomy"):
         raise InputError(f"as_view is offered by mondrian and anatomy, not {method}")
+    pseud = {"pseudonymize": pseudonymize, "secret_file": secret_file} if pseudonymize else {}
+    if pseudonymize and method in ("slicing", "injector"):
+        raise InputError(f"pseudonymize: {method} publishes only its quasi-identifiers and the sensitive attribute")
     if person is not None and method in ("slicing", "injector"):
         raise InputError(f"person: {method} judges rows, not persons; use mondrian, fulldomain or anatomy for "
                          f"several records per person")
@@ -160,19 +165,20 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     if method == "mondrian":
         r = m.anonymize(source, qi_cols, sensitive, out=out, engine=eng, hierarchies=hierarchies, kinds=kinds,
                         identifiers=identifiers, keep=keep, seed=seed, replace=replace, as_view=as_view,
-                        progress=progress, person=person, **opts, **models)
+                        progress=progress, person=person, **pseud, **opts, **models)
         tables, main, rows, report = {"release": out}, out, r.rows, r.report
     elif method == "fulldomain":
         r = m.fulldomain(source, qi_cols, sensitive, hierarchies=hierarchies or {}, out=out, engine=eng,
                          identifiers=identifiers, keep=keep, replace=replace, seed=seed, progress=progress, **opts,
-                         **({"person": person} if person is not None else {}), **models)
+                         **({"person": person} if person is not None else {}), **pseud, **models)
         tables, main, rows, report = {"release": out}, out, r.rows, r.report
     elif method == "anatomy":
         if hierarchies:
             raise InputError("anatomy releases the QIs unchanged: it takes no hierarchies")
         r = m.anatomy(source, qi_cols, sensitive, out=out, engine=eng, seed=seed, replace=replace, as_view=as_view,
                       l=models["l"], l_variant=models.get("l_variant", "distinct"), c=models.get("c"),
-                      identifiers=identifiers, keep=keep, **({"person": person} if person is not None else {}), **opts)
+                      identifiers=identifiers, keep=keep, **({"person": person} if person is not None else {}), **pseud,
+                      **opts)
         tables, main, rows, report = {"qit": r.qit, "st": r.st}, r.qit, r.rows, r.report
     elif method == "injector":
         r = m.injector(source, qi_cols, sensitive, l=models["l"], out=out, engine=eng, hierarchies=hierarchies,
@@ -246,7 +252,8 @@ def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files:
             rel = anonymize(src, sp.qi, sp.sensitive, method=sp.method, out=out, engine=eng,
                             hierarchies=sp.hierarchies or None, kinds=sp.kinds or None, seed=sp.seed,
                             replace=sp.replace or files_out, as_view=sp.view, progress=progress,
-                            keep=keep or None, person=sp.person, **sp.method_params, **sp.model_params())
+                            keep=keep or None, person=sp.person, pseudonymize=sp.pseudonyms or None,
+                            secret_file=sp.secret_file, **sp.method_params, **sp.model_params())
             dropped = set(rel.dropped) | set(_spec_dropped(eng, sp))
             rel.dropped = [c for c in getattr(sp, "_source_columns", []) if c in dropped]
             if hasattr(rel.result, "dropped"):  # the result's text lists them too
@@ -295,7 +302,7 @@ def _spec_source(eng: Engine, s: Any, sp: Spec) -> str:
 
 def _spec_dropped(eng: Engine, sp: Spec) -> list[str]:
     """The source's columns a spec does not publish: identifiers and columns it does not list."""
-    published = {a.name for a in sp.attributes if a.role != "identifier"}
+    published = {a.name for a in sp.attributes if a.role not in ("identifier", "person") or a.pseudonym}
     return [c for c in getattr(sp, "_source_columns", []) if c not in published]
 
 

@@ -13,7 +13,8 @@ first); :mod:`anonydb.workflow.jobs` runs it.
       education: {role: qi, hierarchy: hierarchies/education.csv}   # ARX CSV
       zip: {role: qi, hierarchy: {mask: 5}}
       ssn: identifier                       # a bare role
-      patient_id: person                    # the record owner: the models count persons
+      patient_id: {role: person, pseudonym: true}   # the record owner (models count persons), published keyed
+      visit_id: pseudonym                   # published as HMAC-SHA256 (key: secret_file or $ANONYDB_SECRET)
       occupation: sensitive
     method: mondrian                        # or {name: slicing, columns: 3, ...}
     privacy: {k: 5, l: {value: 3, variant: entropy}, t: {value: 0.2, distance: ordered}}
@@ -31,7 +32,7 @@ from typing import Any
 from ..errors import InputError
 
 ROLES = {"qi": "qi", "quasi-identifier": "qi", "quasi_identifier": "qi", "identifier": "identifier",
-         "sensitive": "sensitive", "insensitive": "insensitive", "person": "person"}
+         "sensitive": "sensitive", "insensitive": "insensitive", "person": "person", "pseudonym": "pseudonym"}
 KINDS = ("numeric", "categorical", "ordinal", "date")
 METHODS = {
     # method -> {parameter: (accepted python types, description)}
@@ -49,7 +50,7 @@ METHODS = {
 }
 PRIVACY = ("k", "l", "t", "n", "alpha", "delta", "bt")
 FORMATS = ("duckdb", "parquet", "csv")
-TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed")
+TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed", "secret_file")
 
 
 class SpecError(InputError):
@@ -68,7 +69,7 @@ class Attribute:
     role: str
     kind: str | None = None
     hierarchy: Any = None  # a Hierarchy, built at load time
-
+    pseudonym: bool = False  # the person column published as its keyed pseudonym
 
 @dataclass
 class Spec:
@@ -90,6 +91,7 @@ class Spec:
     report_json: str | None = None
     database: str | None = None
     seed: int | None = None  # None: a secret row order
+    secret_file: str | None = None  # the pseudonyms' key (else $ANONYDB_SECRET, else a fresh one)
     raw: dict[str, Any] = field(default_factory=dict)
     lines: dict[tuple, int] = field(default_factory=dict)
 
@@ -114,6 +116,11 @@ class Spec:
         """The column naming each record's owner (role person): the models count persons."""
         p = self.of_role("person")
         return p[0] if p else None
+
+    @property
+    def pseudonyms(self) -> list[str]:
+        """The columns published as keyed pseudonyms (role pseudonym; the person with pseudonym: true)."""
+        return [a.name for a in self.attributes if a.role == "pseudonym" or a.pseudonym]
 
     @property
     def hierarchies(self) -> dict[str, Any]:
@@ -251,6 +258,9 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
     seed = raw.get("seed")
     if seed is not None:
         ck.typed(seed, ("seed",), (int,), "an integer")
+    secret_file = raw.get("secret_file")
+    if secret_file is not None:
+        ck.typed(secret_file, ("secret_file",), (str,), "the path of the pseudonyms' key")
 
     attrs = _attributes(ck, raw.get("attributes"), base) if "attributes" in raw else []
     method, mparams = _method(ck, raw.get("method")) if "method" in raw else ("mondrian", {})
@@ -286,7 +296,7 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
                 output_path=(str(_rel(out["path"], base)) if out.get("path") else None), view=out.get("view", False),
                 replace=out.get("replace", False), report_html=_opt_rel(report.get("html"), base),
                 report_json=_opt_rel(report.get("json"), base), database=_opt_rel(database, base), seed=seed, raw=raw,
-                lines=lines)
+                lines=lines, secret_file=_opt_rel(secret_file, base))
 
 
 def _rel(p: str, base: Path) -> Path:
@@ -320,7 +330,7 @@ def _attributes(ck: _Checker, value: Any, base: Path) -> list[Attribute]:
         bare = isinstance(v, str)
         if bare:
             v = {"role": v}
-        elif not ck.keys(v, here, ("role", "kind", "hierarchy")):
+        elif not ck.keys(v, here, ("role", "kind", "hierarchy", "pseudonym")):
             continue
         role = v.get("role")
         if role not in ROLES:
@@ -331,7 +341,12 @@ def _attributes(ck: _Checker, value: Any, base: Path) -> list[Attribute]:
         if kind is not None and kind not in KINDS:
             ck.bad(here + ("kind",), f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
         hier = _hierarchy(ck, v["hierarchy"], here + ("hierarchy",), base) if "hierarchy" in v else None
-        out.append(Attribute(name, ROLES[role], kind, hier))
+        pseud = v.get("pseudonym", False)
+        if pseud not in (True, False) or (pseud and ROLES[role] != "person"):
+            ck.bad(here + ("pseudonym",), "pseudonym: true publishes the person column as its keyed pseudonym "
+                                          "(role person); another column takes role pseudonym")
+            pseud = False
+        out.append(Attribute(name, ROLES[role], kind, hier, pseud))
     return out
 
 
