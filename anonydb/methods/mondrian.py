@@ -252,8 +252,6 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                            exclude=tuple(_unjudged) + ((person,) if person in columns.published else ()),
                            expected_groups=None if columns.keep else n_classes,
                            **({"person": PERSON_COLUMN} if person is not None else {}))
-            elif person is not None:
-                eng.drop_column(stage, PERSON_COLUMN)
             nt = [m for m in verify_models if isinstance(m, NTCloseness)]
             if nt:  # over every published column too: a kept column splits a class into groups judged alone
                 report = planner.verify_nt(nt, stage, tree, columns.keep)
@@ -262,6 +260,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                 _attach(pub, stage, report)
             if planner.bt:  # judged per tuple from the final classes' rows, with the priors already estimated
                 _attach(pub, stage, planner.verify_bt(joined))
+            if person is not None:  # verified by persons: the staged key goes
+                eng.drop_column(stage, PERSON_COLUMN)
             report = pub.staged[stage]
             ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
             kmin = min(ks) if ks else None
@@ -778,8 +778,14 @@ class _Planner:
         for m in models:
             n = m.n
             cls = s.table(f"SELECT DISTINCT eq_class AS _adb_pid FROM {ident(release)}")
-            cells = s.table(f"SELECT {', '.join(keys)}, _adb_sa, count(*) AS _adb_cnt FROM (SELECT eq_class AS _adb_pid"
-                            f"{kg}, {ident(self.sa)} AS _adb_sa FROM {ident(release)}) AS r GROUP BY ALL")
+            if self.persons:  # record owners: the persons holding each value, the facts' sizes
+                rel = s.table(f"SELECT eq_class AS _adb_pid{kg}, {ident(self.sa)} AS _adb_sa, {ident(PERSON_COLUMN)} "
+                              f"FROM {ident(release)}")
+                cells = s.table(e.render("check_person_cells.sql.j2", keys=keys, person=PERSON_COLUMN,
+                                         sensitive="_adb_sa", source=rel))
+            else:
+                cells = s.table(f"SELECT {', '.join(keys)}, _adb_sa, count(*) AS _adb_cnt FROM (SELECT eq_class AS "
+                                f"_adb_pid{kg}, {ident(self.sa)} AS _adb_sa FROM {ident(release)}) AS r GROUP BY ALL")
             # ancestors (inclusive) of each class through the tree; the class id is the leaf pid
             paths = s.table(f"WITH RECURSIVE up(_adb_pid, _adb_ref) AS (SELECT _adb_pid, _adb_pid FROM {ident(cls)} "
                             f"UNION ALL SELECT u._adb_pid, t._adb_parent FROM up AS u JOIN {ident(tree)} AS t "
@@ -792,7 +798,8 @@ class _Planner:
             anc = s.table(f"SELECT _adb_pid, _adb_ref FROM {ident(paths)} WHERE _adb_ref IN "
                           f"(SELECT _adb_sup FROM {ident(refs)})")
             glob = s.table(f"SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt FROM {ident(cells)} GROUP BY _adb_sa")
-            groups = s.table(self.eng.render("check_groups.sql.j2", keys=keys, cells=cells))
+            groups = s.table(self.eng.render("check_groups.sql.j2", keys=keys, cells=cells)) if not self.persons else \
+                s.table(e.render("check_person_groups.sql.j2", keys=keys, person=PERSON_COLUMN, cells=cells, source=rel))
             domain = e.scalar(f"SELECT count(*) FROM {ident(glob)}")
             ctx = self.ctx(cells, groups, keys, glob, domain, ancestors=anc, references=refs)
             ctx.qi_columns = list(keys)

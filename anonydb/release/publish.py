@@ -410,11 +410,9 @@ class Publication:
     def verify(self, stage: str, sensitive: str | None, models: list, keep: list[str], what: str = "release",
                exclude: Iterable[str] = (), **check_args: Any) -> Any:
         """:func:`verify_published` on ``stage``; raises (nothing is written) when a model fails. With
-        ``person`` (a column the method staged to judge record owners by, never published) the
-        column is dropped from the stage once the release is verified."""
+        ``person`` (a column the method staged to judge record owners by: the
+        column is not grouped by; the method drops it once every verification is done)."""
         report = verify_published(self.eng, stage, sensitive, models, keep, what, exclude, **check_args)
-        if check_args.get("person") == PERSON_COLUMN:
-            self.eng.drop_column(stage, PERSON_COLUMN)
         self._record([stage], report)
         return report
 
@@ -440,6 +438,9 @@ class Publication:
         unverified = [st for st, _ in pairs if self.staged.get(st) is None]
         if unverified:
             raise AnonyDBError(f"internal error: {', '.join(unverified)} was not verified; nothing was written")
+        keyed = [st for st, _ in pairs if PERSON_COLUMN in {c for c, _ in self.eng.columns(st)}]
+        if keyed:  # the person key a method staged for its verification never leaves
+            raise AnonyDBError(f"internal error: {', '.join(keyed)} still holds the person key; nothing was written")
         _swap(self.eng, pairs, as_view, view)
         for st, _ in pairs:
             self.staged.pop(st, None)
