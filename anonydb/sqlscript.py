@@ -13,6 +13,12 @@ as a decimal is read as the fraction of its first nine decimals (0.35 -> 35/100)
 Every check macro returns one row (model, holds, achieved, achieved_exact, groups,
 violating_groups, violating_rows); a bad argument (an unknown column, k < 1, t outside [0, 1], a
 hierarchy that does not cover a sensitive value) stops the query with a one-line ``error()``.
+
+Every check macro takes ``person := 'col'``: the models then judge record owners
+(:mod:`anonydb.models.base`). The relations are each the union of a row-level part (read when
+person is NULL) and a person-level part (read otherwise), one of them always over no rows; the
+groups carry their facts m (= n by rows), which the distribution-type models read (``_adb_fgroups``),
+reporting each group's persons (model_persons.sql.j2), as :meth:`anonydb.models.base.Model.judge`.
 """
 
 from __future__ import annotations
@@ -68,9 +74,15 @@ def _unit_guard(p: str, what: str) -> tuple[str, str]:
     return (f"{p} IS NULL OR {p} < 0 OR {p} > 1", f"'{p} must lie in [0, 1] ({what}), got ' || {_show(p)}")
 
 
+def _by_facts(plan: str) -> str:
+    """A distribution-type model's plan, judged on the groups' facts, reporting their persons."""
+    return _T.render("model_persons.sql.j2", inner=plan, keys=KEYS, groups="_adb_groups").sql
+
+
 def _checks() -> list[Check]:
     r = _T.render
     groups = dict(keys=KEYS, groups="_adb_groups", cells="_adb_cells")
+    fgroups = dict(keys=KEYS, groups="_adb_fgroups", cells="_adb_cells")
     out = [Check("anonydb_check_k", "k-anonymity", ["k"], [_count_guard("k")],
                  r("model_k_anonymity.sql.j2", k=SQL("k"), **groups).sql, sensitive=False)]
     l_guard = ("l IS NULL OR l < 1", "'l must be >= 1, got ' || " + _show("l"))
@@ -80,19 +92,21 @@ def _checks() -> list[Check]:
                               if variant == "recursive" else [])
         if variant in ("distinct", "recursive"):
             guards[0] = _count_guard("l")
+        facts = variant in ("entropy", "recursive")
         plan = r("model_l_diversity.sql.j2", variant=variant, l=SQL("l"), l_num=_num("l"), l_den=SCALE,
-                 c_num=_num("c"), c_den=SCALE, **groups).sql
+                 c_num=_num("c"), c_den=SCALE, **(fgroups if facts else groups)).sql
+        plan = _by_facts(plan) if facts else plan
         model = f"l-diversity ({variant})" if variant != "recursive" else "l-diversity (recursive (c,l))"
         out.append(Check(f"anonydb_check_l_{variant}", model, params, guards, plan,
                          exact=variant != "entropy"))
-    emd = dict(keys=KEYS, qkeys=[], pcols=KEYS, p_rel="_adb_cells", q_rel="_adb_glob", sizes="_adb_groups",
+    emd = dict(keys=KEYS, qkeys=[], pcols=KEYS, p_rel="_adb_cells", q_rel="_adb_glob", sizes="_adb_fgroups",
                exact=None, sa_nulls=True)
     for distance in ("equal", "ordered", "hierarchical"):
         extra = dict(domain_rel="_adb_glob") if distance == "ordered" else {}
         if distance == "hierarchical":
             extra = dict(hier="_adb_hier", height=SQL("(SELECT max(_adb_h) + 1 FROM _adb_hier)"))
         inner = r(f"emd_{distance}.sql.j2", **emd, **extra).sql
-        plan = r("model_threshold.sql.j2", keys=KEYS, inner=inner, t_num=_num("t"), t_den=SCALE).sql
+        plan = _by_facts(r("model_threshold.sql.j2", keys=KEYS, inner=inner, t_num=_num("t"), t_den=SCALE).sql)
         out.append(Check(f"anonydb_check_t_{distance}", f"t-closeness ({distance} EMD)",
                          ["t", "hierarchy"] if distance == "hierarchical" else ["t"],
                          [_unit_guard("t", "EMD with a normalized ground distance")], plan, worst="max",
@@ -104,20 +118,27 @@ def _checks() -> list[Check]:
     out.append(Check("anonydb_check_delta", "delta-disclosure", ["delta"],
                      [("delta IS NULL OR delta <= 0", "'delta must be > 0, got ' || " + _show("delta"))],
                      r("model_delta_disclosure.sql.j2", keys=KEYS, cells="_adb_cells", glob="_adb_glob",
-                       sa_nulls=True, total=SQL("(SELECT sum(_adb_cnt) FROM _adb_glob)"),
+                       sa_nulls=True, sizes="_adb_groups",
+                       total=SQL("(SELECT CASE WHEN person IS NULL THEN (SELECT sum(_adb_cnt) FROM _adb_glob) "
+                                 "ELSE count(DISTINCT _adb_p) END FROM _adb_src)"),
                        domain=SQL("(SELECT count(*) FROM _adb_glob)"), delta=SQL("delta")).sql,
                      worst="max", exact=False))
     return out
 
 
 def _macro(c: Check) -> str:
-    args = ["tbl", "qis"] + (["sa"] if c.sensitive else []) + c.params
+    args = ["tbl", "qis"] + (["sa"] if c.sensitive else []) + c.params + ["person := NULL"]
     unknown = "list_filter(qis, lambda q: NOT list_contains(_adb_names, q))"
     guards = [("len(qis) = 0", "'give at least one quasi-identifier'"),
               (f"len({unknown}) > 0", f"'unknown column ' || {unknown}[1] || ' in ' || tbl")]
     if c.sensitive:
         guards += [("NOT list_contains(_adb_names, sa)", "'unknown sensitive column ' || sa || ' in ' || tbl"),
                    ("list_contains(qis, sa)", "'the sensitive attribute ' || sa || ' is also a quasi-identifier'")]
+    guards += [("person IS NOT NULL AND NOT list_contains(_adb_names, person)",
+                "'unknown person column ' || person || ' in ' || tbl"),
+               ("list_contains(qis, person)", "'the person column ' || person || ' is also a quasi-identifier'")]
+    if c.sensitive:
+        guards.append(("person = sa", "'the person column ' || person || ' is also the sensitive attribute'"))
     guards += c.guards
     when = "\n".join(f"             WHEN {cond} THEN {_err(msg)}" for cond, msg in guards)
     sa = ("struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1)"
@@ -154,14 +175,32 @@ WITH _adb_cols AS (
     FROM _adb_cols
 ), _adb_src AS (
     SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
-           {sa} AS _adb_sa
+           {sa} AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
     FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
-), _adb_cells AS (
-    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
-), _adb_groups AS (
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN {_err("'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person'")}
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
 {_T.render("check_groups.sql.j2", keys=KEYS, cells="_adb_cells").sql}
-), _adb_glob AS (
-{_T.render("check_global.sql.j2", cells="_adb_cells").sql}{hier}
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL{hier}
 ), _adb_summary0 AS (
 {summary}
 ), _adb_summary AS (
@@ -172,8 +211,8 @@ SELECT '{c.model}' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        {exact} AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard{", _adb_hguard" if c.hierarchy else ""}
-WHERE _adb_guard._adb_ok{" AND _adb_hguard._adb_ok" if c.hierarchy else ""};
+FROM _adb_summary, _adb_guard, _adb_pguard{", _adb_hguard" if c.hierarchy else ""}
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok{" AND _adb_hguard._adb_ok" if c.hierarchy else ""};
 """
 
 

@@ -7,7 +7,7 @@
 CREATE OR REPLACE MACRO anonydb_hierarchy(path, delim := ';') AS TABLE
 SELECT * FROM read_csv(path, header := false, delim := delim, all_varchar := true);
 
-CREATE OR REPLACE MACRO anonydb_check_k(tbl, qis, k) AS TABLE
+CREATE OR REPLACE MACRO anonydb_check_k(tbl, qis, k, person := NULL) AS TABLE
 WITH _adb_cols AS (
     SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
     FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
@@ -15,16 +15,25 @@ WITH _adb_cols AS (
     SELECT CASE
              WHEN len(qis) = 0 THEN error('anonydb: ' || 'give at least one quasi-identifier')
              WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
              WHEN k IS NULL OR k < 1 OR k <> floor(k) THEN error('anonydb: ' || 'k must be an integer >= 1, got ' || coalesce(CAST(k AS VARCHAR), 'NULL'))
              ELSE TRUE END AS _adb_ok
     FROM _adb_cols
 ), _adb_src AS (
     SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
-           NULL AS _adb_sa
+           NULL AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
     FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
-), _adb_cells AS (
-    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
-), _adb_groups AS (
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
 SELECT "_adb_key",
        sum(_adb_cnt) AS _adb_n,
        count(*) AS _adb_d,
@@ -32,10 +41,19 @@ SELECT "_adb_key",
        sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
 FROM "_adb_cells"
 GROUP BY "_adb_key"
-), _adb_glob AS (
-SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt
-FROM "_adb_cells"
-GROUP BY _adb_sa
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
 ), _adb_summary0 AS (
 WITH v AS (
 SELECT "_adb_key", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= k AS _adb_ok
@@ -56,10 +74,10 @@ SELECT 'k-anonymity' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard
-WHERE _adb_guard._adb_ok;
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
 
-CREATE OR REPLACE MACRO anonydb_check_l_distinct(tbl, qis, sa, l) AS TABLE
+CREATE OR REPLACE MACRO anonydb_check_l_distinct(tbl, qis, sa, l, person := NULL) AS TABLE
 WITH _adb_cols AS (
     SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
     FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
@@ -69,16 +87,26 @@ WITH _adb_cols AS (
              WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
              WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
              WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
              WHEN l IS NULL OR l < 1 OR l <> floor(l) THEN error('anonydb: ' || 'l must be an integer >= 1, got ' || coalesce(CAST(l AS VARCHAR), 'NULL'))
              ELSE TRUE END AS _adb_ok
     FROM _adb_cols
 ), _adb_src AS (
     SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
-           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
     FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
-), _adb_cells AS (
-    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
-), _adb_groups AS (
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
 SELECT "_adb_key",
        sum(_adb_cnt) AS _adb_n,
        count(*) AS _adb_d,
@@ -86,10 +114,19 @@ SELECT "_adb_key",
        sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
 FROM "_adb_cells"
 GROUP BY "_adb_key"
-), _adb_glob AS (
-SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt
-FROM "_adb_cells"
-GROUP BY _adb_sa
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
 ), _adb_summary0 AS (
 WITH v AS (
 SELECT "_adb_key", _adb_n, _adb_d AS _adb_num, 1 AS _adb_den, _adb_d >= l AS _adb_ok
@@ -110,10 +147,10 @@ SELECT 'l-diversity (distinct)' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard
-WHERE _adb_guard._adb_ok;
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
 
-CREATE OR REPLACE MACRO anonydb_check_l_entropy(tbl, qis, sa, l) AS TABLE
+CREATE OR REPLACE MACRO anonydb_check_l_entropy(tbl, qis, sa, l, person := NULL) AS TABLE
 WITH _adb_cols AS (
     SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
     FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
@@ -123,16 +160,26 @@ WITH _adb_cols AS (
              WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
              WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
              WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
              WHEN l IS NULL OR l < 1 THEN error('anonydb: ' || 'l must be >= 1, got ' || coalesce(CAST(l AS VARCHAR), 'NULL'))
              ELSE TRUE END AS _adb_ok
     FROM _adb_cols
 ), _adb_src AS (
     SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
-           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
     FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
-), _adb_cells AS (
-    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
-), _adb_groups AS (
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
 SELECT "_adb_key",
        sum(_adb_cnt) AS _adb_n,
        count(*) AS _adb_d,
@@ -140,17 +187,30 @@ SELECT "_adb_key",
        sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
 FROM "_adb_cells"
 GROUP BY "_adb_key"
-), _adb_glob AS (
-SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt
-FROM "_adb_cells"
-GROUP BY _adb_sa
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
 ), _adb_summary0 AS (
 WITH v AS (
+SELECT v."_adb_key", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
 SELECT "_adb_key", _adb_n, exp(_adb_h) AS _adb_num, 1 AS _adb_den, _adb_h >= ln(l) - 1e-9 AS _adb_ok
 FROM (
     SELECT *, CASE WHEN _adb_d = 1 THEN 0 ELSE greatest(ln(_adb_n) - _adb_clnc / _adb_n, 0) END AS _adb_h
-    FROM "_adb_groups"
+    FROM "_adb_fgroups"
 ) AS g
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_key" IS NOT DISTINCT FROM g."_adb_key"
 )
 SELECT count(*) AS groups,
        count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
@@ -167,10 +227,10 @@ SELECT 'l-diversity (entropy)' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        NULL AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard
-WHERE _adb_guard._adb_ok;
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
 
-CREATE OR REPLACE MACRO anonydb_check_l_probabilistic(tbl, qis, sa, l) AS TABLE
+CREATE OR REPLACE MACRO anonydb_check_l_probabilistic(tbl, qis, sa, l, person := NULL) AS TABLE
 WITH _adb_cols AS (
     SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
     FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
@@ -180,16 +240,26 @@ WITH _adb_cols AS (
              WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
              WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
              WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
              WHEN l IS NULL OR l < 1 THEN error('anonydb: ' || 'l must be >= 1, got ' || coalesce(CAST(l AS VARCHAR), 'NULL'))
              ELSE TRUE END AS _adb_ok
     FROM _adb_cols
 ), _adb_src AS (
     SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
-           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
     FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
-), _adb_cells AS (
-    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
-), _adb_groups AS (
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
 SELECT "_adb_key",
        sum(_adb_cnt) AS _adb_n,
        count(*) AS _adb_d,
@@ -197,10 +267,19 @@ SELECT "_adb_key",
        sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
 FROM "_adb_cells"
 GROUP BY "_adb_key"
-), _adb_glob AS (
-SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt
-FROM "_adb_cells"
-GROUP BY _adb_sa
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
 ), _adb_summary0 AS (
 WITH v AS (
 SELECT "_adb_key", _adb_n, _adb_n AS _adb_num, _adb_mx AS _adb_den,
@@ -222,10 +301,10 @@ SELECT 'l-diversity (probabilistic)' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard
-WHERE _adb_guard._adb_ok;
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
 
-CREATE OR REPLACE MACRO anonydb_check_l_recursive(tbl, qis, sa, l, c) AS TABLE
+CREATE OR REPLACE MACRO anonydb_check_l_recursive(tbl, qis, sa, l, c, person := NULL) AS TABLE
 WITH _adb_cols AS (
     SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
     FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
@@ -235,17 +314,27 @@ WITH _adb_cols AS (
              WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
              WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
              WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
              WHEN l IS NULL OR l < 1 OR l <> floor(l) THEN error('anonydb: ' || 'l must be an integer >= 1, got ' || coalesce(CAST(l AS VARCHAR), 'NULL'))
              WHEN c IS NULL OR c <= 0 THEN error('anonydb: ' || 'c must be > 0, got ' || coalesce(CAST(c AS VARCHAR), 'NULL'))
              ELSE TRUE END AS _adb_ok
     FROM _adb_cols
 ), _adb_src AS (
     SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
-           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
     FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
-), _adb_cells AS (
-    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
-), _adb_groups AS (
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
 SELECT "_adb_key",
        sum(_adb_cnt) AS _adb_n,
        count(*) AS _adb_d,
@@ -253,16 +342,27 @@ SELECT "_adb_key",
        sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
 FROM "_adb_cells"
 GROUP BY "_adb_key"
-), _adb_glob AS (
-SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt
-FROM "_adb_cells"
-GROUP BY _adb_sa
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
 ), _adb_summary0 AS (
 WITH v AS (
+SELECT v."_adb_key", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
 WITH big AS (
     SELECT c."_adb_key", c._adb_cnt
     FROM "_adb_cells" AS c
-    JOIN "_adb_groups" AS g ON g."_adb_key" IS NOT DISTINCT FROM c."_adb_key"
+    JOIN "_adb_fgroups" AS g ON g."_adb_key" IS NOT DISTINCT FROM c."_adb_key"
     WHERE g._adb_d > 2
 ), ranked AS (
     SELECT "_adb_key", _adb_cnt,
@@ -279,7 +379,7 @@ WITH big AS (
     SELECT "_adb_key", _adb_n,
            CAST(_adb_mx AS HUGEINT) * 1000000000 < CAST(_adb_n AS HUGEINT) * CAST(round(CAST(c AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_h1,
            _adb_d = 2 AND CAST(_adb_mx AS HUGEINT) * 1000000000 < CAST(_adb_n - _adb_mx AS HUGEINT) * CAST(round(CAST(c AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_h2
-    FROM "_adb_groups"
+    FROM "_adb_fgroups"
     WHERE _adb_d <= 2
 )
 SELECT "_adb_key", _adb_n,
@@ -292,6 +392,8 @@ SELECT "_adb_key", _adb_n,
        CASE WHEN _adb_h2 THEN 2 WHEN _adb_h1 THEN 1 ELSE 0 END, 1,
 FALSE
 FROM small
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_key" IS NOT DISTINCT FROM g."_adb_key"
 )
 SELECT count(*) AS groups,
        count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
@@ -308,10 +410,10 @@ SELECT 'l-diversity (recursive (c,l))' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard
-WHERE _adb_guard._adb_ok;
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
 
-CREATE OR REPLACE MACRO anonydb_check_t_equal(tbl, qis, sa, t) AS TABLE
+CREATE OR REPLACE MACRO anonydb_check_t_equal(tbl, qis, sa, t, person := NULL) AS TABLE
 WITH _adb_cols AS (
     SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
     FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
@@ -321,16 +423,26 @@ WITH _adb_cols AS (
              WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
              WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
              WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
              WHEN t IS NULL OR t < 0 OR t > 1 THEN error('anonydb: ' || 't must lie in [0, 1] (EMD with a normalized ground distance), got ' || coalesce(CAST(t AS VARCHAR), 'NULL'))
              ELSE TRUE END AS _adb_ok
     FROM _adb_cols
 ), _adb_src AS (
     SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
-           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
     FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
-), _adb_cells AS (
-    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
-), _adb_groups AS (
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
 SELECT "_adb_key",
        sum(_adb_cnt) AS _adb_n,
        count(*) AS _adb_d,
@@ -338,18 +450,29 @@ SELECT "_adb_key",
        sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
 FROM "_adb_cells"
 GROUP BY "_adb_key"
-), _adb_glob AS (
-SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt
-FROM "_adb_cells"
-GROUP BY _adb_sa
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
 ), _adb_summary0 AS (
 WITH v AS (
+SELECT v."_adb_key", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
 SELECT "_adb_key", _adb_n, _adb_num, _adb_den,
        CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(t AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
 FROM (
 WITH p AS (
     SELECT r."_adb_key", r._adb_sa, r._adb_cnt, s._adb_n
-    FROM "_adb_cells" AS r JOIN "_adb_groups" AS s ON r."_adb_key" IS NOT DISTINCT FROM s."_adb_key"
+    FROM "_adb_cells" AS r JOIN "_adb_fgroups" AS s ON r."_adb_key" IS NOT DISTINCT FROM s."_adb_key"
 
 ), q AS (
     SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
@@ -361,6 +484,8 @@ SELECT p."_adb_key", p._adb_n,
 FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
 GROUP BY p."_adb_key", p._adb_n
 ) AS d
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_key" IS NOT DISTINCT FROM g."_adb_key"
 )
 SELECT count(*) AS groups,
        count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
@@ -377,10 +502,10 @@ SELECT 't-closeness (equal EMD)' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard
-WHERE _adb_guard._adb_ok;
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
 
-CREATE OR REPLACE MACRO anonydb_check_t_ordered(tbl, qis, sa, t) AS TABLE
+CREATE OR REPLACE MACRO anonydb_check_t_ordered(tbl, qis, sa, t, person := NULL) AS TABLE
 WITH _adb_cols AS (
     SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
     FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
@@ -390,16 +515,26 @@ WITH _adb_cols AS (
              WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
              WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
              WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
              WHEN t IS NULL OR t < 0 OR t > 1 THEN error('anonydb: ' || 't must lie in [0, 1] (EMD with a normalized ground distance), got ' || coalesce(CAST(t AS VARCHAR), 'NULL'))
              ELSE TRUE END AS _adb_ok
     FROM _adb_cols
 ), _adb_src AS (
     SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
-           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
     FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
-), _adb_cells AS (
-    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
-), _adb_groups AS (
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
 SELECT "_adb_key",
        sum(_adb_cnt) AS _adb_n,
        count(*) AS _adb_d,
@@ -407,12 +542,23 @@ SELECT "_adb_key",
        sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
 FROM "_adb_cells"
 GROUP BY "_adb_key"
-), _adb_glob AS (
-SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt
-FROM "_adb_cells"
-GROUP BY _adb_sa
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
 ), _adb_summary0 AS (
 WITH v AS (
+SELECT v."_adb_key", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
 SELECT "_adb_key", _adb_n, _adb_num, _adb_den,
        CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(t AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
 FROM (
@@ -437,7 +583,7 @@ WITH dom AS (
     FROM qc
 ), p AS (
     SELECT r."_adb_key", r._adb_sa, r._adb_cnt, s._adb_n, s._adb_d
-    FROM "_adb_cells" AS r JOIN "_adb_groups" AS s ON r."_adb_key" IS NOT DISTINCT FROM s."_adb_key"
+    FROM "_adb_cells" AS r JOIN "_adb_fgroups" AS s ON r."_adb_key" IS NOT DISTINCT FROM s."_adb_key"
 
 ), pc AS (
     SELECT p."_adb_key", p._adb_n, q._adb_nq, q._adb_psend, q._adb_i AS _adb_a, q._adb_ps AS _adb_psa,
@@ -477,6 +623,8 @@ SELECT p."_adb_key", p._adb_n,
 FROM p JOIN qs AS q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa CROSS JOIN tot
 WHERE p._adb_d = 1
 ) AS d
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_key" IS NOT DISTINCT FROM g."_adb_key"
 )
 SELECT count(*) AS groups,
        count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
@@ -493,10 +641,10 @@ SELECT 't-closeness (ordered EMD)' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard
-WHERE _adb_guard._adb_ok;
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
 
-CREATE OR REPLACE MACRO anonydb_check_t_hierarchical(tbl, qis, sa, t, hierarchy) AS TABLE
+CREATE OR REPLACE MACRO anonydb_check_t_hierarchical(tbl, qis, sa, t, hierarchy, person := NULL) AS TABLE
 WITH _adb_cols AS (
     SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
     FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
@@ -506,16 +654,26 @@ WITH _adb_cols AS (
              WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
              WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
              WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
              WHEN t IS NULL OR t < 0 OR t > 1 THEN error('anonydb: ' || 't must lie in [0, 1] (EMD with a normalized ground distance), got ' || coalesce(CAST(t AS VARCHAR), 'NULL'))
              ELSE TRUE END AS _adb_ok
     FROM _adb_cols
 ), _adb_src AS (
     SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
-           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
     FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
-), _adb_cells AS (
-    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
-), _adb_groups AS (
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
 SELECT "_adb_key",
        sum(_adb_cnt) AS _adb_n,
        count(*) AS _adb_d,
@@ -523,10 +681,19 @@ SELECT "_adb_key",
        sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
 FROM "_adb_cells"
 GROUP BY "_adb_key"
-), _adb_glob AS (
-SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt
-FROM "_adb_cells"
-GROUP BY _adb_sa
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
 ), _adb_hwide AS (
     SELECT list_value(*COLUMNS(*)) AS _adb_l FROM (SELECT CAST(COLUMNS(*) AS VARCHAR) FROM query_table(hierarchy))
 ), _adb_hier AS (
@@ -541,6 +708,8 @@ GROUP BY _adb_sa
     WHERE v NOT IN (SELECT _adb_leaf FROM _adb_hier WHERE _adb_h = 0 AND _adb_leaf IS NOT NULL)
 ), _adb_summary0 AS (
 WITH v AS (
+SELECT v."_adb_key", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
 SELECT "_adb_key", _adb_n, _adb_num, _adb_den,
        CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(t AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
 FROM (
@@ -559,7 +728,7 @@ WITH nodes AS (
     WHERE NOT n._adb_one
     GROUP BY p."_adb_key", n._adb_x
 ), sz AS (
-    SELECT "_adb_key", _adb_n FROM "_adb_groups"
+    SELECT "_adb_key", _adb_n FROM "_adb_fgroups"
 ), qt AS (
     SELECT sum(_adb_cnt) AS _adb_nq FROM "_adb_glob"
 ), qn AS (
@@ -578,6 +747,8 @@ JOIN qt ON TRUE
 JOIN qn ON TRUE AND pn._adb_x = qn._adb_x
 GROUP BY pn."_adb_key", s._adb_n
 ) AS d
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_key" IS NOT DISTINCT FROM g."_adb_key"
 )
 SELECT count(*) AS groups,
        count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
@@ -594,10 +765,10 @@ SELECT 't-closeness (hierarchical EMD)' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard, _adb_hguard
-WHERE _adb_guard._adb_ok AND _adb_hguard._adb_ok;
+FROM _adb_summary, _adb_guard, _adb_pguard, _adb_hguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok AND _adb_hguard._adb_ok;
 
-CREATE OR REPLACE MACRO anonydb_check_alpha_k(tbl, qis, sa, alpha, k) AS TABLE
+CREATE OR REPLACE MACRO anonydb_check_alpha_k(tbl, qis, sa, alpha, k, person := NULL) AS TABLE
 WITH _adb_cols AS (
     SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
     FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
@@ -607,17 +778,27 @@ WITH _adb_cols AS (
              WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
              WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
              WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
              WHEN alpha IS NULL OR alpha < 0 OR alpha > 1 THEN error('anonydb: ' || 'alpha must lie in [0, 1] (a frequency), got ' || coalesce(CAST(alpha AS VARCHAR), 'NULL'))
              WHEN k IS NULL OR k < 1 OR k <> floor(k) THEN error('anonydb: ' || 'k must be an integer >= 1, got ' || coalesce(CAST(k AS VARCHAR), 'NULL'))
              ELSE TRUE END AS _adb_ok
     FROM _adb_cols
 ), _adb_src AS (
     SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
-           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
     FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
-), _adb_cells AS (
-    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
-), _adb_groups AS (
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
 SELECT "_adb_key",
        sum(_adb_cnt) AS _adb_n,
        count(*) AS _adb_d,
@@ -625,10 +806,19 @@ SELECT "_adb_key",
        sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
 FROM "_adb_cells"
 GROUP BY "_adb_key"
-), _adb_glob AS (
-SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt
-FROM "_adb_cells"
-GROUP BY _adb_sa
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
 ), _adb_summary0 AS (
 WITH v AS (
 SELECT "_adb_key", _adb_n, _adb_mx AS _adb_num, _adb_n AS _adb_den,
@@ -651,10 +841,10 @@ SELECT '(alpha,k)-anonymity' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard
-WHERE _adb_guard._adb_ok;
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
 
-CREATE OR REPLACE MACRO anonydb_check_delta(tbl, qis, sa, delta) AS TABLE
+CREATE OR REPLACE MACRO anonydb_check_delta(tbl, qis, sa, delta, person := NULL) AS TABLE
 WITH _adb_cols AS (
     SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
     FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
@@ -664,16 +854,26 @@ WITH _adb_cols AS (
              WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
              WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
              WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
              WHEN delta IS NULL OR delta <= 0 THEN error('anonydb: ' || 'delta must be > 0, got ' || coalesce(CAST(delta AS VARCHAR), 'NULL'))
              ELSE TRUE END AS _adb_ok
     FROM _adb_cols
 ), _adb_src AS (
     SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
-           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
     FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
-), _adb_cells AS (
-    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
-), _adb_groups AS (
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
 SELECT "_adb_key",
        sum(_adb_cnt) AS _adb_n,
        count(*) AS _adb_d,
@@ -681,20 +881,29 @@ SELECT "_adb_key",
        sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
 FROM "_adb_cells"
 GROUP BY "_adb_key"
-), _adb_glob AS (
-SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt
-FROM "_adb_cells"
-GROUP BY _adb_sa
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
 ), _adb_summary0 AS (
 WITH v AS (
 WITH cell AS (
-    SELECT c."_adb_key",  c._adb_cnt, q._adb_cnt AS _adb_q,
-           sum(c._adb_cnt) OVER (PARTITION BY c."_adb_key") AS _adb_n
+    SELECT c."_adb_key",  c._adb_cnt, q._adb_cnt AS _adb_q, g._adb_n
     FROM "_adb_cells" AS c
     JOIN "_adb_glob" AS q ON c._adb_sa IS NOT DISTINCT FROM q._adb_sa
+    JOIN "_adb_groups" AS g ON c."_adb_key" IS NOT DISTINCT FROM g."_adb_key"
 ), grp AS (
     SELECT "_adb_key", _adb_n, count(*) AS _adb_d,
-           max(abs(ln((CAST(_adb_cnt AS DOUBLE) * (SELECT sum(_adb_cnt) FROM _adb_glob)) / (CAST(_adb_n AS DOUBLE) * _adb_q)))) AS _adb_dist
+           max(abs(ln((CAST(_adb_cnt AS DOUBLE) * (SELECT CASE WHEN person IS NULL THEN (SELECT sum(_adb_cnt) FROM _adb_glob) ELSE count(DISTINCT _adb_p) END FROM _adb_src)) / (CAST(_adb_n AS DOUBLE) * _adb_q)))) AS _adb_dist
     FROM cell
     GROUP BY "_adb_key", _adb_n
 )
@@ -718,8 +927,8 @@ SELECT 'delta-disclosure' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        NULL AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard
-WHERE _adb_guard._adb_ok;
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
 
 -- A full-domain release in SQL [Samarati 2001; Li thesis 1.2.3]: each quasi-identifier replaced by
 -- its ancestor at its level of its hierarchy (level 0: the value as it is), the sensitive attribute

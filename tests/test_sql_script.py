@@ -105,14 +105,14 @@ TABLES = [
 ]
 
 
-def _expected(db: Path, table: str, qis: list[str], sa: str, case, hier_path: Path | None):
+def _expected(db: Path, table: str, qis: list[str], sa: str, case, hier_path: Path | None, person=None):
     _, _, model, key = case
     con = duckdb.connect(str(db))  # the check writes scratch tables (dropped after)
     try:
         hier = {sa: EnumeratedHierarchy.from_arx(hier_path)} if case[0] == "t_hierarchical" else None
         m = model()
         rep = anonydb.check(table, qis, None if isinstance(m, KAnonymity) else sa, models=[m], engine=con,
-                            hierarchies=hier, max_groups=0)
+                            hierarchies=hier, max_groups=0, person=person)
     finally:
         con.close()
     return rep.verdicts[0], key
@@ -234,6 +234,43 @@ def test_random_tables_equal_python(script_file, tmp_path_factory, data):
     for case in CASES:
         v, key = _expected(db, "r", ["a", "b"], "s", case, None)
         _compare(got[case[0]], v, key)
+
+
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.lists(st.tuples(st.integers(0, 5), values, st.sampled_from([None, "p", "q", "r"])), min_size=1,
+                     max_size=25))
+def test_random_tables_by_persons_equal_python(script_file, tmp_path_factory, data):
+    """Every check with person := 'pid' equals anonydb.check(person=) (itself judged against the
+    brute-force record-owner oracle, test_person_check.py); the persons' QI a is constant per person
+    (a function of pid), b varies per record; k's value is the oracle's smallest group in persons."""
+    db = tmp_path_factory.mktemp("rndp") / "r.duckdb"
+    vals = ", ".join(f"({p}::INTEGER, {p % 3}::INTEGER, {literal(b)}::INTEGER, {literal(s)}::VARCHAR)"
+                     for p, b, s in data)
+    lines = [f".read {script_file}", f"CREATE TABLE r AS SELECT * FROM (VALUES {vals}) v(pid, a, b, s);",
+             ".mode jsonlines"]
+    for case in CASES:
+        call = case[1].format(tbl="'r'", qis="['a', 'b']", sa="'s'", hier="NULL")[:-1] + ", person := 'pid')"
+        lines.append(f"SELECT {literal(case[0])} AS id, * FROM {call};")
+    got = {r["id"]: r for r in rows(run_cli(db, "\n".join(lines) + "\n").stdout)}
+    for case in CASES:
+        v, key = _expected(db, "r", ["a", "b"], "s", case, None, person="pid")
+        _compare(got[case[0]], v, key)
+    groups: dict = {}
+    for p, b, _ in data:
+        groups.setdefault((p % 3, b), set()).add(p)
+    assert Fraction(got["k"]["achieved_exact"]) == min(len(x) for x in groups.values())
+
+
+def test_person_bad_arguments_one_line(script_file, tmp_path):
+    lines = [f".read {script_file}",
+             "CREATE OR REPLACE TABLE t AS SELECT * FROM (VALUES (1, 2, 'x'), (NULL, 3, 'y')) v(pid, a, s);"]
+    for call, message in [("anonydb_check_k('t', ['a'], 2, person := 'zz')", "unknown person column zz in t"),
+                          ("anonydb_check_k('t', ['a', 'pid'], 2, person := 'pid')", "person column pid is also a quasi"),
+                          ("anonydb_check_l_distinct('t', ['a'], 'pid', 2, person := 'pid')", "also the sensitive"),
+                          ("anonydb_check_k('t', ['a'], 2, person := 'pid')", "is NULL on 1 rows")]:
+        r = run_cli(tmp_path / "p.duckdb", "\n".join(lines + [f"FROM {call};"]) + "\n", check=False)
+        err = [x for x in r.stderr.splitlines() if "anonydb:" in x]
+        assert len(err) == 1 and message in err[0], (call, r.stderr)
 
 
 GEN_QIS = ["age", "sex", "education", "marital-status"]
