@@ -201,3 +201,58 @@ class Table:
         return Outcome(holds=not bad, achieved=achieved, values=values, ok=ok, violating_groups=len(bad),
                        violating_persons=sum(g.n for g in bad),
                        distinct_violating_persons=len(set().union(*(g.persons for g in bad))))
+
+
+# -- helpers for judging a release (tests/test_person_release.py) --------------------------------
+def models_of(params: dict) -> list[tuple[str, dict]]:
+    """The models of an anonymizer's keywords (k, l + l_variant/c, t + distance, alpha with k,
+    delta) as (judge name, judge parameters) pairs for :meth:`Table.judge`; (alpha,k) also
+    brings k-anonymity, as anonydb.checker.build_models does."""
+    known = {"k", "l", "l_variant", "c", "t", "distance", "alpha", "delta"}
+    if set(params) - known:
+        raise ValueError(f"no oracle for {sorted(set(params) - known)}")
+    out = []
+    if "k" in params:
+        out.append(("k", {"k": params["k"]}))
+    if "alpha" in params:
+        out.append(("alpha-k", {"alpha": params["alpha"], "k": params["k"]}))
+    if "l" in params:
+        variant = params.get("l_variant") or "distinct"
+        out.append((f"l-{variant}", {"l": params["l"], "c": params.get("c")}))
+    if "t" in params:
+        out.append(("t-ordered" if params.get("distance") == "ordered" else "t-equal", {"t": params["t"]}))
+    if "delta" in params:
+        out.append(("delta", {"delta": params["delta"]}))
+    return out
+
+
+def judge_all(table: Table, params: dict) -> dict[str, Outcome]:
+    """Every model of ``params`` (:func:`models_of`) judged on ``table``, by name."""
+    return {name: table.judge(name, **p) for name, p in models_of(params)}
+
+
+def grouped(rows: list[dict], classes: list, sensitive: str | None, person: str,
+            reference: Table | None = None) -> Table:
+    """``rows`` grouped by ``classes`` (each row's class key, in the same order) rather than by QI
+    columns: a release's classes judged by persons. ``reference``: the table whose whole-table
+    counts (N, C_s, M and the value domain) t-closeness and delta-disclosure compare with (a
+    release with suppressed persons is judged against its source); by default ``rows`` itself."""
+    assert len(rows) == len(classes)
+    t = Table([{**r, "_class": c} for r, c in zip(rows, classes)], ["_class"], sensitive, person)
+    if reference is not None:
+        t.N, t.C, t.M, t.domain = reference.N, dict(reference.C), reference.M, list(reference.domain)
+    return t
+
+
+def whole_table(rows: list[dict], sensitive: str | None, person: str) -> Table:
+    """``rows`` as one group (every record in one class)."""
+    return grouped(rows, [()] * len(rows), sensitive, person)
+
+
+def primary_values(rows: list[dict], person: str, sensitive: str) -> dict:
+    """Each person's primary value: the sensitive value most of their records hold, ties broken
+    by the smallest value (None last), the value Anatomy deals a person under."""
+    counts: dict = defaultdict(lambda: defaultdict(int))
+    for r in rows:
+        counts[r[person]][r[sensitive]] += 1
+    return {p: min(c, key=lambda s: (-c[s], sort_key(s))) for p, c in counts.items()}
