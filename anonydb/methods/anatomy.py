@@ -177,6 +177,11 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
             g = v.violations[0] if v.violations else None
             unit = "persons" if person else "rows"
             where = f"; e.g. group {g.key.get('group_id')} of {g.size} {unit} has value {_fmt(g.value)}" if g else ""
+            if person is not None and not report.holds:  # the dealing guarantees distinct l only
+                raise InfeasibleError(
+                    f"Anatomy dealt each person under one value, but persons hold several: {v.violating_groups} of "
+                    f"{v.groups} groups fail {v.model} by persons{where}; use distinct l-diversity, or Mondrian "
+                    f"with person, for this model")
             pub.attach([qit_stage, st_stage], report.holds, f"{v.model} does not hold on the QIT/ST release "
                        f"({v.violating_groups} of {v.groups} groups violate){where}", report)
             n_groups = eng.scalar(f"SELECT count(DISTINCT group_id) FROM {ident(st_stage)}")

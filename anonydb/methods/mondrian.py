@@ -456,7 +456,8 @@ class _Planner:
         """SQL of (keys..., _adb_ok): every model holds on the group (the models' own verdict
         plans; the expensive ones materialized, unless ``inline``: inside one statement)."""
         groups = groups or self.groups_of(cells, keys)
-        ctx = self.ctx(cells, groups, keys, self.glob, self.domain, members=members, **self.nt_extra())
+        fg = {"fgroups": "_adb_fgroups"} if inline and self.persons else {}
+        ctx = self.ctx(cells, groups, keys, self.glob, self.domain, members=members, **fg, **self.nt_extra())
         if first:
             for m in self.models:
                 m.prepare(ctx)
@@ -561,8 +562,6 @@ class _Planner:
             return f"it is DuckDB SQL (this engine is {self.eng.dialect})"
         if self.nt or self.bt:
             return "(n,t)-closeness and (B,t)-privacy are judged round by round"
-        if self.persons:
-            return "record owners with a sensitive attribute are judged round by round"
         if any(getattr(m, "distance", None) == "ordered" for m in self.models):
             return "t-closeness with ordered EMD joins with ASOF, which DuckDB does not run inside a recursive statement"
         import duckdb
@@ -578,7 +577,8 @@ class _Planner:
         if why:
             raise InputError(f"plan='recursive' cannot run here: {why}; use plan='levelwise'")
         keys = ["_adb_pid", "_adb_dim", "_adb_side"]
-        groups_sql = self.eng.render("check_groups.sql.j2", keys=keys, cells="_adb_split").sql if self.sa else None
+        groups_sql = self.eng.render("check_groups.sql.j2", keys=keys, cells="_adb_split",
+                                     persons=self.persons).sql if self.sa else None
         ok = self.judge("_adb_split", keys, groups="_adb_groups" if self.sa else "_adb_split", inline=True)
         work, tuples = self.work, self._tuples()
         assign = self.s.table(self.render("mondrian_recursive.sql.j2", work=tuples or work, ok=ok,
@@ -604,7 +604,7 @@ class _Planner:
         partitions are the same; relaxed cuts split tied rows by row id. Kept when the tuples are
         at most 90% of the rows (Adult's 8 QIs: 18,109 tuples of 30,162 rows: the rounds' statement
         0.26 -> 0.20 s, for 13 ms of grouping and of giving the rows their tuple's partition)."""
-        if self.relaxed:
+        if self.relaxed or self.persons:  # record owners count the owner flags, not weighted rows
             return None
         cols = ", ".join(self.tuple_columns())
         tuples = self.s.table(f"SELECT min(_adb_rid) AS _adb_rid, _adb_pid, {cols}, CAST(count(*) AS BIGINT) AS _adb_wt "
@@ -700,8 +700,6 @@ class _Planner:
         (n,t) and (B,t) read the whole table round by round."""
         if self.nt or self.bt:
             return "(n,t)-closeness and (B,t)-privacy are judged round by round"
-        if self.persons:
-            return "record owners with a sensitive attribute are judged round by round"
         if any(getattr(m, "distance", None) == "ordered" for m in self.models):
             return "t-closeness with ordered EMD joins with ASOF, which DuckDB does not run inside a recursive statement"
         return None
@@ -717,7 +715,8 @@ class _Planner:
         unique as f * 2^32 + id (a fragment never cut keeps f * 2^32 + f). Returns the rounds."""
         e, s = self.eng, self.s
         keys = ["_adb_pid", "_adb_dim", "_adb_side"]
-        groups_sql = e.render("check_groups.sql.j2", keys=keys, cells="_adb_split").sql if self.sa else None
+        groups_sql = e.render("check_groups.sql.j2", keys=keys, cells="_adb_split",
+                              persons=self.persons).sql if self.sa else None
         ok = self.judge("_adb_split", keys, groups="_adb_groups" if self.sa else "_adb_split", inline=True)
         rec = self.render("mondrian_recursive.sql.j2", work=self.work, ok=ok, groups_sql=groups_sql,
                           try_all_dims=self.try_all_dims, from_rows=self.relaxed and bool(self.sa), with_qid=False).sql

@@ -86,11 +86,16 @@ class GroupContext:
     persons: bool = False
     facts: int = 0
     glob_persons: int | None = None
+    #: the groups sized by their facts (keys..., _adb_n = _adb_m, _adb_d, _adb_mx, _adb_clnc) when the
+    #: caller names them (a CTE of one statement); else :meth:`by_facts` makes a scratch table
+    fgroups: str | None = None
 
     def by_facts(self) -> "GroupContext":
         """The context a distribution-type model reads under record owners: groups sized by their
         facts m (a scratch table, made once), the total by the table's facts."""
         made = self.__dict__.get("_facts_ctx")
+        if made is None and self.fgroups:
+            made = dataclasses.replace(self, groups=self.fgroups, total=self.facts, persons=False, fgroups=None)
         if made is None:
             rel = self.scratch.table(f"SELECT {', '.join(ident(k) for k in self.keys)}, _adb_m AS _adb_n, _adb_d, "
                                      f"_adb_mx, _adb_clnc FROM {ident(self.groups)}")
