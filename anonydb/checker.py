@@ -89,7 +89,7 @@ class Report:
                 dist = ""
                 if g.distribution is not None:
                     dist = "  {" + ", ".join(f"{_fmt(s)}: {c}" for s, c in g.distribution.items()) + "}"
-                size = f"{g.size} persons" if self.person is not None else g.size
+                size = f"{g.size} person{'s' if g.size != 1 else ''}" if self.person is not None else g.size
                 lines.append(f"         group [{key}] size {size} value {_fmt(g.value)}{dist}")
             if len(v.violations) > max_groups:
                 lines.append(f"         ... {v.violating_groups - max_groups} more violating groups")

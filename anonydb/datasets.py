@@ -247,6 +247,42 @@ def synthetic_census(engine: Engine, name: str = "census", rows: int = 10_000, s
     return name
 
 
+# -- visits: several records per person ------------------------------------------------------------
+
+#: the diagnoses of :func:`synthetic_visits`, most frequent first
+DIAGNOSES = ("flu", "cold", "asthma", "back pain", "diabetes", "hypertension", "migraine", "fracture")
+
+
+def synthetic_visits(engine: Engine, persons: int = 20_000, seed: int = 7, replace: bool = True) -> tuple[str, str]:
+    """Create the tables ``patients`` (patient_id, age 18..90, sex, zip3 100..139: one row a person)
+    and ``visits`` (visit_id, patient_id, the patient's age, sex and zip3, visit_month 1..12,
+    diagnosis): every patient has 1 to 15 visits, 8 on average, with a diagnosis drawn per visit
+    (a patient keeps returning with the same one more often than not). The warehouse shape where
+    row-level k-anonymity fails persons: a class of 10 visits may hold one patient. Deterministic
+    for a given (persons, seed); integer arithmetic only (the same rows on every DuckDB version)."""
+    persons, seed = _check_int(persons, "persons"), _check_int(seed, "seed")
+    if persons < 1:
+        raise InputError(f"persons must be >= 1, got {persons}")
+    for t in ("patients", "visits"):
+        if not replace and engine.exists(t):
+            raise InputError(f"table {t!r} already exists (pass replace=True to overwrite it)")
+    m = 2_147_483_647  # a multiplicative hash modulo the prime 2^31 - 1: h(x) = x * 48271^k mod m
+    h = lambda x, salt: f"((({x}) * 48271 + {seed % 1000 + salt}) * 48271 % {m} * 16807 % {m})"  # noqa: E731
+    patients = (f"SELECT CAST(i AS BIGINT) AS patient_id, CAST(18 + {h('i', 1)} % 73 AS INTEGER) AS age, "
+                f"CASE WHEN {h('i', 2)} % 2 = 0 THEN 'F' ELSE 'M' END AS sex, "
+                f"CAST(100 + {h('i', 3)} % 40 AS INTEGER) AS zip3 FROM range(1, {persons + 1}) AS r(i)")
+    engine.create_table_as("patients", patients, replace=True)
+    dx = ", ".join(f"'{d}'" for d in DIAGNOSES)
+    visits = (f"SELECT CAST(row_number() OVER (ORDER BY p.patient_id, v) AS BIGINT) AS visit_id, p.patient_id, "
+              f"p.age, p.sex, p.zip3, CAST(1 + {h('p.patient_id * 16 + v', 4)} % 12 AS INTEGER) AS visit_month, "
+              f"list_value({dx})[1 + CASE WHEN {h('p.patient_id * 16 + v', 5)} % 3 > 0 "
+              f"THEN {h('p.patient_id', 6)} % {len(DIAGNOSES)} ELSE {h('p.patient_id * 16 + v', 7)} % "
+              f"{len(DIAGNOSES)} END] AS diagnosis "
+              f"FROM patients AS p, range(CAST(1 + {h('p.patient_id', 8)} % 15 AS BIGINT)) AS r(v)")
+    engine.create_table_as("visits", visits, replace=True)
+    return "patients", "visits"
+
+
 # -- Adult ----------------------------------------------------------------------------------------
 
 ADULT_FILE = "adult.csv"
