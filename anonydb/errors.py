@@ -48,12 +48,14 @@ import contextvars as _cv
 
 SURFACE: _cv.ContextVar[str] = _cv.ContextVar("anonydb_surface", default="python")
 _CLI_SPELLING = {"out": "--out", "replace": "--replace", "keep": "--keep", "identifiers": "--identifiers",
-                 "export": "--export", "seed": "--seed", "db": "--db", "html": "--html"}
+                 "export": "--export", "seed": "--seed", "db": "--db", "html": "--html",
+                 "varying": "--varying-qis"}
 
 
 _SPEC_SPELLING = {"keep": "role insensitive", "replace": "output: {replace: true}",
                   "out": "output: {table: ...}", "identifiers": "role identifier (attributes:)", "seed": "seed:",
-                  "person": "role person", "pseudonymize": "role pseudonym"}
+                  "person": "role person", "pseudonymize": "role pseudonym",
+                  "varying": "method: {name: mondrian, varying: true}"}
 
 
 def option(name: str) -> str:

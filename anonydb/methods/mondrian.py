@@ -99,9 +99,12 @@ class MondrianResult:
             r = u["per_record"]
             lines = [f"release {self.table}: {self.rows} rows of {u['persons']} persons in {self.classes} "
                      f"equivalence classes ({self.rounds} rounds, {self.seconds:.2f} s)",
-                     f"  utility per person: DM {u['dm']}, C_AVG {u['cavg']:.3f}, NCP {100 * u['ncp']:.2f}%, "
-                     f"KL {u['kl']:.4f}",
+                     f"  utility per person: DM {u['dm']}, C_AVG {u['cavg']:.3f}, NCP {100 * u['ncp']:.2f}%"
+                     + (f", KL {u['kl']:.4f}" if "kl" in u else ""),
                      f"  utility per record: DM {r['dm']}, NCP {100 * r['ncp']:.2f}%"]
+            if u.get("suppressed_persons"):
+                lines.append(f"  suppressed: {u['suppressed_persons']} persons with all their records (their linked "
+                             f"records' classes were shared by fewer than k persons)")
         else:
             lines = [f"release {self.table}: {self.rows} rows in {self.classes} equivalence classes "
                      f"({self.rounds} rounds, {self.seconds:.2f} s)",
@@ -130,7 +133,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
               replace: bool = False, seed: int | None = None, progress: Callable[[dict[str, Any]], None] | None = None, as_view: bool = False,
               plan: str = "auto", _unjudged: tuple[str, ...] = (), person: str | None = None,
               pseudonymize: str | Iterable[str] | None = None, secret_file: Any = None,
-              **params: Any) -> MondrianResult:
+              varying: bool = False, max_suppression: float = 0.0, **params: Any) -> MondrianResult:
     """Anonymize ``source`` with Mondrian into the table ``out``; return the verified release.
 
     Models come from ``models`` or from the parameters of :func:`anonydb.checker.build_models`
@@ -158,6 +161,11 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     ``secret_file``, ``$ANONYDB_SECRET`` or fresh; :func:`anonydb.release.publish.pseudonymized`);
     the person column among them links a person's records, which all share one class of >= k
     persons, so the set of classes holding a person is shared by every person of that class.
+    ``varying``: the QIs may vary within a person (a visit month): the cuts partition records, each
+    class counting its distinct persons; when the person's pseudonym is published (the records are
+    linkable), every person's set of classes must be shared by at least k persons
+    (:mod:`anonydb.linkage`): the persons that break it are suppressed, with all their records, up to
+    ``max_suppression`` of the persons (reported), or the release is refused.
     """
     t0 = time.perf_counter()
     eng = connect(engine)
@@ -181,6 +189,11 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         raise InputError("no privacy model requested: give at least one of k, l, t, n, alpha, delta")
     if relaxed and any(isinstance(m, NTCloseness) for m in models):
         raise InputError(NT_RELAXED)
+    if varying and person is None:
+        raise InputError("varying QIs are QIs that vary within a person: name the person column as well")
+    if isinstance(max_suppression, bool) or not isinstance(max_suppression, (int, float)) \
+            or not 0 <= max_suppression <= 1:
+        raise InputError(f"max_suppression must be a fraction in [0, 1], got {max_suppression!r}")
     if person is not None:
         if relaxed:
             raise InputError(PERSON_RELAXED)
@@ -210,24 +223,29 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                                      f"order and would ignore it; drop it or cut along it (categorical='hierarchy')")
             sa = sensitive if any(m.needs_sensitive for m in models) else None
             events = None
-            if person is not None:  # partition persons: a row per person, or per (person, value)
+            if person is not None and not varying:  # partition persons: a row per person, or per (person, value)
                 constant_qis(eng, relation, person, qi_cols)
                 events, relation = relation, s.table(eng.render("person_facts.sql.j2", person=person, qis=qi_cols,
                                                                  sensitive=sa, source=relation))
             base, rid = eng.row_ids(s, relation)
-            total = eng.scalar(f"SELECT count(*) FROM {ident(base)}" if person is None or not sa else
+            total = eng.scalar(f"SELECT count(*) FROM {ident(base)}" if person is None or (not sa and not varying) else
+                               f"SELECT count(DISTINCT {ident(person)}) FROM {ident(base)}" if varying else
                                f"SELECT count(*) FROM {ident(base)} WHERE _adb_own = 1")
             if total == 0:
                 raise InputError(f"{source} is empty: there is nothing to anonymize")
             qis = _code_qis(eng, s, base, qi_cols, types, kinds or {}, hierarchies, categorical)
             hq = _hierarchy_codes(eng, s, qis)
             planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, rid, total,
-                               types, hierarchies.get(sensitive) if sensitive else None, qi_cols, person)
+                               types, hierarchies.get(sensitive) if sensitive else None, qi_cols, person, varying)
             planner.bind_members(hierarchies, kinds)
             rows, rounds, tree = planner.run(progress, plan)
             stage = pub.stage()
             records = total
-            if person is not None:  # every record takes its person's class
+            if varying:  # the rows partitioned are the records
+                records = eng.scalar(f"SELECT count(*) FROM {ident(base)}")
+                boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, columns.published, stage, order,
+                                             relaxed, person=person)
+            elif person is not None:  # every record takes its person's class
                 ebase, erid = eng.row_ids(s, events)
                 records = eng.scalar(f"SELECT count(*) FROM {ident(ebase)}")
                 owners = s.table(eng.render("person_classes.sql.j2", rows=rows, base=base, rid=rid, person=person,
@@ -242,16 +260,30 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             released, n_classes = eng.fetch_rows(f"SELECT count(*), count(DISTINCT eq_class) FROM {ident(stage)}")[1][0]
             if released != records:  # every input row appears exactly once
                 raise AnonyDBError(f"internal error: the release holds {released} rows, the source {records}")
+            suppressed = 0
+            if varying and person in columns.pseudonyms:  # linkable records: the intersection attack
+                ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
+                stage, suppressed = _unlink(eng, s, stage, max(ks) if ks else 1, int(max_suppression * total + 1e-9),
+                                            total)
+                released, n_classes = eng.fetch_rows(f"SELECT count(*), count(DISTINCT eq_class) "
+                                                     f"FROM {ident(stage)}")[1][0]
             sa_h = {sensitive: hierarchies[sensitive]} if sensitive and sensitive in hierarchies else None
             plain = [m for m in verify_models
                      if not isinstance(m, NTCloseness) and not getattr(m, "needs_members", False)]
             if not plain and columns.keep:  # the class-wise models below judge eq_class: kept columns may not split it
                 plain = build_models(k=1)
             if plain:  # over every published column but the sensitive one (fail closed)
-                pub.verify(stage, sensitive, plain, columns.keep, hierarchies=sa_h,
-                           exclude=tuple(_unjudged) + ((person,) if person in columns.published else ()),
-                           expected_groups=None if columns.keep else n_classes,
-                           **({"person": PERSON_COLUMN} if person is not None else {}))
+                try:
+                    pub.verify(stage, sensitive, plain, columns.keep, hierarchies=sa_h,
+                               exclude=tuple(_unjudged) + ((person,) if person in columns.published else ()),
+                               expected_groups=None if columns.keep else n_classes,
+                               **({"person": PERSON_COLUMN} if person is not None else {}))
+                except AnonyDBError as e:
+                    if not suppressed or isinstance(e, InputError):
+                        raise
+                    raise InfeasibleError(f"suppressing the {suppressed} persons the intersection attack singles out "
+                                          f"leaves classes that fail the models ({e}); raise k or generalize the "
+                                          f"varying QIs further") from None
             nt = [m for m in verify_models if isinstance(m, NTCloseness)]
             if nt:  # over every published column too: a kept column splits a class into groups judged alone
                 report = planner.verify_nt(nt, stage, tree, columns.keep)
@@ -265,7 +297,12 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             report = pub.staged[stage]
             ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
             kmin = min(ks) if ks else None
-            if person is None:
+            if varying:  # the rows partitioned are records: per record, and per person of each class
+                counts = s.table(f"SELECT _adb_pid, count(DISTINCT _adb_p) AS _adb_n FROM {ident(rows)} GROUP BY 1")
+                utility = {"persons": int(total), "suppressed_persons": suppressed,
+                           **_utility(eng, rows, boxes, qis, None, None, total, kmin, relaxed, counts),
+                           "per_record": _utility(eng, rows, boxes, qis, None, None, records, kmin, relaxed)}
+            elif person is None:
                 utility = _utility(eng, rows, boxes, qis, sensitive, None if sa else (base, rid), total, kmin, relaxed)
             else:  # per person (the rows partitioned) and per record (each class weighed by its records)
                 utility = _utility(eng, rows, boxes, qis, None, None, total, kmin, relaxed)
@@ -395,11 +432,13 @@ class _Planner:
     """The rounds of the level-wise plan."""
 
     def __init__(self, eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, rid, total, types, sa_hier, qi_cols,
-                 person: str | None = None):
+                 person: str | None = None, varying: bool = False):
         self.rid = rid
         #: record owners: ``base`` holds one row per person (no sensitive attribute: the plain plan
-        #: counts persons) or per (person, value) fact with the owner flag _adb_own
+        #: counts persons) or per (person, value) fact with the owner flag _adb_own; ``varying``: it
+        #: holds the records, their QIs varying within a person, each carrying its person (_adb_p)
         self.person = person
+        self.varying = varying
         self.persons = person is not None and bool(sa)
         self.eng, self.s, self.qis, self.hq, self.sa = eng, s, qis, hq, sa
         self.relaxed, self.try_all_dims, self.models = relaxed, try_all_dims, models
@@ -416,7 +455,8 @@ class _Planner:
 
     def render(self, template: str, **kw):
         return self.eng.render(template, qis=self.qis, hq=self.hq, sensitive=self.sa, relaxed=self.relaxed,
-                               min_cut=self.min_cut, persons=self.persons, **kw)
+                               min_cut=self.min_cut, persons=self.persons, owners=self.persons and not self.varying,
+                               varying=self.varying, person=self.person, **kw)
 
     def row_columns(self) -> str:
         """The columns a final row keeps for the release (row id, partition, codes, sensitive value)."""
@@ -425,7 +465,7 @@ class _Planner:
     def tuple_columns(self) -> list[str]:
         """A row's codes and carried sensitive value: what the partitions are cut on."""
         return ([f"_adb_c{i}" for i in range(len(self.qis))] + (["_adb_sa"] if self.sa else [])
-                + (["_adb_own"] if self.persons else []))
+                + (["_adb_own"] if self.persons and not self.varying else []) + (["_adb_p"] if self.varying else []))
 
     def bind_members(self, hierarchies, kinds) -> None:
         """Number the distinct QI tuples and estimate each tuple-judging model's prior over them."""
@@ -478,7 +518,8 @@ class _Planner:
             for (_, q), t in zip(ordered, top):
                 q.card, q.range = int(t) + 1, float(t)
         if self.sa:
-            self.glob = s.table(f"SELECT _adb_sa, count(*) AS _adb_cnt FROM {ident(self.work)} GROUP BY _adb_sa")
+            count = "count(DISTINCT _adb_p)" if self.varying else "count(*)"
+            self.glob = s.table(f"SELECT _adb_sa, {count} AS _adb_cnt FROM {ident(self.work)} GROUP BY _adb_sa")
             self.domain, self.facts = e.fetch_rows(f"SELECT count(*), sum(_adb_cnt) FROM {ident(self.glob)}")[1][0]
         else:
             self.glob, self.domain = None, 0
@@ -490,8 +531,14 @@ class _Planner:
             self.anc = s.table("SELECT CAST(0 AS BIGINT) AS _adb_pid, CAST(0 AS BIGINT) AS _adb_ref")
         # the root must satisfy every model, or no release can
         own = ", sum(_adb_own) AS _adb_own" if self.persons else ""
-        cells = s.table(f"SELECT _adb_pid{', _adb_sa' if self.sa else ''}, count(*) AS _adb_cnt{own} FROM {ident(self.work)} "
-                        f"GROUP BY ALL")
+        if self.varying:  # the persons of the root, per value, and once each (their first row by value)
+            first = (f"CASE WHEN row_number() OVER (PARTITION BY _adb_pid, _adb_p ORDER BY _adb_sa NULLS LAST) = 1 "
+                     f"THEN 1 ELSE 0 END AS _adb_own" if self.sa else "1 AS _adb_own")
+            cells = s.table(f"SELECT _adb_pid{', _adb_sa' if self.sa else ''}, count(DISTINCT _adb_p) AS _adb_cnt{own} "
+                            f"FROM (SELECT *, {first} FROM {ident(self.work)}) AS w GROUP BY ALL")
+        else:
+            cells = s.table(f"SELECT _adb_pid{', _adb_sa' if self.sa else ''}, count(*) AS _adb_cnt{own} "
+                            f"FROM {ident(self.work)} GROUP BY ALL")
         self.nt_extra = self._nt_extra_root
         members = s.table(f"SELECT _adb_pid, _adb_qid, count(*) AS _adb_m FROM {ident(self.work)} GROUP BY ALL") \
             if self.bt else None
@@ -583,7 +630,7 @@ class _Planner:
         work, tuples = self.work, self._tuples()
         assign = self.s.table(self.render("mondrian_recursive.sql.j2", work=tuples or work, ok=ok,
                                           groups_sql=groups_sql, try_all_dims=self.try_all_dims,
-                                          from_rows=self.relaxed and bool(self.sa), with_qid=False,
+                                          from_rows=(self.relaxed and bool(self.sa)) or self.varying, with_qid=False,
                                           rows_out=True, weighted=bool(tuples)))
         rounds, classes = self.eng.fetch_rows(f"SELECT max(_adb_lvl), count(DISTINCT _adb_pid) "
                                               f"FROM {ident(assign)}")[1][0]
@@ -604,7 +651,7 @@ class _Planner:
         partitions are the same; relaxed cuts split tied rows by row id. Kept when the tuples are
         at most 90% of the rows (Adult's 8 QIs: 18,109 tuples of 30,162 rows: the rounds' statement
         0.26 -> 0.20 s, for 13 ms of grouping and of giving the rows their tuple's partition)."""
-        if self.relaxed or self.persons:  # record owners count the owner flags, not weighted rows
+        if self.relaxed or self.persons or self.varying:  # record owners count persons, not weighted rows
             return None
         cols = ", ".join(self.tuple_columns())
         tuples = self.s.table(f"SELECT min(_adb_rid) AS _adb_rid, _adb_pid, {cols}, CAST(count(*) AS BIGINT) AS _adb_wt "
@@ -649,7 +696,7 @@ class _Planner:
                     if i and not e.scalar(f"SELECT count(*) FROM {ident(cand)}"):
                         break
                 split = s.put(f"split{i}", self.render("mondrian_split.sql.j2", work=self.work, cand=cand,
-                                                       from_rows=self.relaxed and bool(self.sa)))
+                                                       from_rows=(self.relaxed and bool(self.sa)) or self.varying))
                 keys = ["_adb_pid", "_adb_dim", "_adb_side"]
                 members = None
                 if self.bt:
@@ -719,7 +766,7 @@ class _Planner:
                               persons=self.persons).sql if self.sa else None
         ok = self.judge("_adb_split", keys, groups="_adb_groups" if self.sa else "_adb_split", inline=True)
         rec = self.render("mondrian_recursive.sql.j2", work=self.work, ok=ok, groups_sql=groups_sql,
-                          try_all_dims=self.try_all_dims, from_rows=self.relaxed and bool(self.sa), with_qid=False).sql
+                          try_all_dims=self.try_all_dims, from_rows=(self.relaxed and bool(self.sa)) or self.varying, with_qid=False).sql
         sql = (f"SELECT r._adb_rid, CAST(f._adb_f * 4294967296 + r._adb_pid AS BIGINT) AS _adb_pid, CAST(r._adb_lvl AS INTEGER) AS _adb_lvl "
                f"FROM ({rec}) AS r CROSS JOIN (SELECT min(_adb_pid) AS _adb_f FROM {ident(self.work)}) AS f")
         done = e.per_group(s, self.work, "_adb_pid", sql, "_adb_rid BIGINT, _adb_pid BIGINT, _adb_lvl INTEGER")
@@ -861,3 +908,29 @@ def _utility(eng, rows, boxes, qis, sensitive, source, total, k, relaxed, counts
             "cavg": n / classes / k if k else n / classes, "gcp": gcp,
             "ncp": gcp / (n * len(qis)), **({} if counts else {"kl": float(r["kl"] or 0.0)}),
             "ncp_by_qi": {q.column: float(r[f"gcp_{i}"] or 0.0) / n for i, q in enumerate(qis)}}
+
+
+def _unlink(eng, s, stage: str, k: int, limit: int, persons: int) -> tuple[str, int]:
+    """Suppress, round by round, the persons whose set of classes in ``stage`` (their records linked
+    by the staged person key) is shared by fewer than ``k`` persons (:mod:`anonydb.linkage`): a
+    suppressed person can leave another unshared. Refused (InfeasibleError) past ``limit`` persons.
+    Returns (the stage, the persons suppressed)."""
+    from ..linkage import unshared
+
+    done = 0
+    while True:
+        bad, n = unshared(eng, s, stage, PERSON_COLUMN, "eq_class", k)
+        if not n:
+            return stage, done
+        if done + n > limit:
+            raise InfeasibleError(
+                f"the intersection attack: {n} persons' records lie in sets of classes shared by fewer than k = {k} "
+                f"persons (the published pseudonym links them), and suppressing them would take {done + n} of "
+                f"{persons} persons, more than max_suppression allows ({limit}); raise it, publish no pseudonym "
+                f"of the person, or generalize the varying QIs further")
+        kept = stage + "_u"  # a staging name: swept with the stage if the run dies
+        eng.create_table_as(kept, f"SELECT * FROM {ident(stage)} WHERE {ident(PERSON_COLUMN)} NOT IN "
+                                  f"(SELECT _adb_p FROM {ident(bad)})")
+        eng.drop(stage)
+        eng.rename(kept, stage)
+        done += n

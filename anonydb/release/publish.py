@@ -197,7 +197,8 @@ def constant_qis(eng: Engine, relation: str, person: str, qi: list[str]) -> None
     if bad:
         raise InputError(f"quasi-identifier {bad[0]!r} varies within person {bad[1]!r} ({person!r}): a person's "
                          f"records must share their QI values to be released in one class; give QIs that are "
-                         f"constant per person (e.g. from the person table)")
+                         f"constant per person (e.g. from the person table), or declare them varying "
+                         f"({option('varying')}, Mondrian)")
 
 
 def check_identifiers(eng: Engine, relation: str, ids: list[str]) -> None:

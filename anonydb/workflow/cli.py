@@ -252,7 +252,13 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--membership", action="store_true",
                    help="slicing, anatomy: also report membership disclosure (fake tuples, matching buckets)")
     a.add_argument("--max-suppression", type=float, default=0.0,
-                   help="fulldomain: the largest fraction of rows that may be suppressed (default 0)")
+                   help="fulldomain: the largest fraction of rows (of persons with --person) that may be "
+                        "suppressed; mondrian --varying-qis: of persons whose linked records the intersection "
+                        "attack singles out (default 0)")
+    a.add_argument("--varying-qis", action="store_true",
+                   help="mondrian --person: the QIs vary within a person (a visit month): classes of records, each "
+                        "counting its persons; with the person pseudonymized, every person's set of classes is "
+                        "shared by k persons")
     a.add_argument("--metric", choices=("dm", "aecs", "height", "precision", "loss", "entropy"), default="dm",
                    help="fulldomain: the utility metric that picks the optimum (default dm)")
     a.add_argument("--groups", metavar="COLUMN", help="anatomy: release QIT/ST for the groups of this column "
@@ -594,6 +600,8 @@ def _anonymize(args: argparse.Namespace) -> int:
                          f"sensitive attribute")
     if args.secret_file and not args.pseudonymize:
         raise InputError("--secret-file keys the pseudonyms: give --pseudonymize COLS as well")
+    if args.varying_qis and args.method != "mondrian":
+        raise InputError("--varying-qis belongs to --method mondrian (with --person)")
     if args.person and args.method in ("slicing", "injector"):
         raise InputError(f"--person: --method {args.method} judges rows, not persons; use mondrian, fulldomain or "
                          f"anatomy for several records per person")
@@ -617,7 +625,8 @@ def _anonymize(args: argparse.Namespace) -> int:
             seed=args.seed, progress=progress, as_view=args.view, plan=args.plan, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
             t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, reference=args.reference,
             bt=[_bt_arg(x, args.qi) for x in args.bt] or None, bt_distance=args.bt_distance, person=args.person,
-            pseudonymize=args.pseudonymize, secret_file=args.secret_file)
+            pseudonymize=args.pseudonymize, secret_file=args.secret_file, varying=args.varying_qis,
+            max_suppression=args.max_suppression)
         progress.done()
         if args.export:
             _export(engine, args.out, args.export)

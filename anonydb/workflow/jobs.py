@@ -132,7 +132,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     t0 = time.perf_counter()
     models = {k: v for k, v in params.items() if k in MODEL_PARAMS and v is not None}
     opts = {k: v for k, v in params.items() if k not in MODEL_PARAMS}
-    allowed = {"mondrian": ("relaxed", "categorical", "try_all_dims", "plan"), "fulldomain": ("max_suppression", "metric"),
+    allowed = {"mondrian": ("relaxed", "categorical", "try_all_dims", "plan", "varying", "max_suppression"), "fulldomain": ("max_suppression", "metric"),
                "anatomy": ("groups",), "injector": ("min_exp", "itemset_support"), "slicing": ("columns", "sensitive_column_size", "column_k", "tries", "bins",
                                                    "membership", "split_on", "min_bucket")}[method]
     unknown = [k for k in opts if k not in allowed]

@@ -37,7 +37,9 @@ KINDS = ("numeric", "categorical", "ordinal", "date")
 METHODS = {
     # method -> {parameter: (accepted python types, description)}
     "mondrian": {"relaxed": ((bool,), "a boolean"), "categorical": ((str,), "hierarchy or order"),
-                 "plan": ((str,), "auto, recursive or levelwise")},
+                 "plan": ((str,), "auto, recursive or levelwise"),
+                 "varying": ((bool,), "a boolean: the QIs vary within a person (role person)"),
+                 "max_suppression": ((int, float), "a fraction in [0, 1] of the persons")},
     "fulldomain": {"max_suppression": ((int, float), "a fraction in [0, 1]"),
                    "metric": ((str,), "dm, aecs, height, precision, loss or entropy")},
     "anatomy": {"groups": ((str,), "a column name")},
