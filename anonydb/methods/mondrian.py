@@ -263,7 +263,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             suppressed = 0
             if varying and person in columns.pseudonyms:  # linkable records: the intersection attack
                 ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
-                stage, suppressed = _unlink(eng, s, stage, max(ks) if ks else 1, int(max_suppression * total + 1e-9),
+                stage, suppressed = _unlink(eng, s, pub, stage, max(ks) if ks else 1, int(max_suppression * total + 1e-9),
                                             total)
                 released, n_classes = eng.fetch_rows(f"SELECT count(*), count(DISTINCT eq_class) "
                                                      f"FROM {ident(stage)}")[1][0]
@@ -910,7 +910,7 @@ def _utility(eng, rows, boxes, qis, sensitive, source, total, k, relaxed, counts
             "ncp_by_qi": {q.column: float(r[f"gcp_{i}"] or 0.0) / n for i, q in enumerate(qis)}}
 
 
-def _unlink(eng, s, stage: str, k: int, limit: int, persons: int) -> tuple[str, int]:
+def _unlink(eng, s, pub, stage: str, k: int, limit: int, persons: int) -> tuple[str, int]:
     """Suppress, round by round, the persons whose set of classes in ``stage`` (their records linked
     by the staged person key) is shared by fewer than ``k`` persons (:mod:`anonydb.linkage`): a
     suppressed person can leave another unshared. Refused (InfeasibleError) past ``limit`` persons.
@@ -928,9 +928,5 @@ def _unlink(eng, s, stage: str, k: int, limit: int, persons: int) -> tuple[str, 
                 f"persons (the published pseudonym links them), and suppressing them would take {done + n} of "
                 f"{persons} persons, more than max_suppression allows ({limit}); raise it, publish no pseudonym "
                 f"of the person, or generalize the varying QIs further")
-        kept = stage + "_u"  # a staging name: swept with the stage if the run dies
-        eng.create_table_as(kept, f"SELECT * FROM {ident(stage)} WHERE {ident(PERSON_COLUMN)} NOT IN "
-                                  f"(SELECT _adb_p FROM {ident(bad)})")
-        eng.drop(stage)
-        eng.rename(kept, stage)
+        pub.keep_rows(stage, f"{ident(PERSON_COLUMN)} NOT IN (SELECT _adb_p FROM {ident(bad)})")
         done += n

@@ -417,6 +417,16 @@ class Publication:
         self._record([stage], report)
         return report
 
+    def keep_rows(self, stage: str, condition: str) -> None:
+        """Keep only the rows of the unverified ``stage`` where ``condition`` holds (SQL over its
+        columns): a copy under a staging name, put in its place (a suppression before verification)."""
+        if self.staged.get(stage) is not None:
+            raise AnonyDBError(f"internal error: {stage} was verified; its rows can no longer change")
+        kept = stage + "_k"  # a staging name: swept with the stage if the run dies
+        self.eng.create_table_as(kept, f"SELECT * FROM {ident(stage)} WHERE {condition}")
+        self.eng.drop(stage)
+        self.eng.rename(kept, stage)
+
     def attach(self, stages: Iterable[str], holds: bool, failure: str, report: Any = None) -> None:
         """Record a method's own verification of ``stages`` (a QIT/ST pair, sliced columns, a
         model judged from the method's state); raises with ``failure`` when it does not hold."""
