@@ -31,7 +31,7 @@ from .hierarchy import Hierarchy, validate_all
 from .models.base import as_fraction
 from .models.confidence import ExactKernel, Kernel
 from .models.presence import DeltaPresence, parse_delta
-from .schema import split_list
+from .schema import split_list, validate_person, varying_qi
 from .sources import open_source
 from .sqlgen import ident
 
@@ -44,7 +44,7 @@ MAPPED_COLUMNS = ("class_id", "covers", "public_row", "member", "_adb_nt", "_adb
 def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta: Any, engine: Engine | Any = None,
                    hierarchies: dict[str, Hierarchy] | None = None, levels: dict[str, int] | None = None,
                    max_groups: int = 20, classes_out: str | None = None, name: str | None = None,
-                   public_name: str | None = None) -> Report:
+                   public_name: str | None = None, person: str | None = None) -> Report:
     """Check that ``release`` (T*, or the private table itself) is delta-present with respect to
     ``public`` (P); ``delta`` = (delta_min, delta_max). Returns the check's report: the model's
     verdict with the achieved (min, max) presence and the violating classes, plus ``uncovered``
@@ -55,7 +55,14 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
     the bounds, and ``public_outside_rows`` lists up to ``max_groups`` of them (all P's columns).
     The report speaks the caller's names: ``name`` / ``public_name`` (default ``release`` /
     ``public``; a caller that stages the release under a scratch name passes the user's), the QIs,
-    and "class" for a class's number (0: the public rows no class covers)."""
+    and "class" for a class's number (0: the public rows no class covers).
+
+    ``person``: the release's column naming each record's owner (record owners, several records
+    per person; :mod:`anonydb.models.presence`). A class's presence is then its distinct persons
+    over its public rows (P holds one row per person): a person with twelve visits is present
+    once. The column must exist in the release, hold no NULL and not be a QI. The report then
+    counts persons (``person``, ``persons`` = the release's distinct persons; ``n_private`` of
+    ``classes_out`` and the "within P" errors count persons too)."""
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
     model = DeltaPresence(delta)
@@ -90,6 +97,14 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
                     hierarchies[c].materialize(eng, hq, pbase, c, temp=True)
                 qis.append({"name": c, "mode": "label", "lo": None, "hi": None, "hier": hq,
                             "level": label_level(eng, rel, c, hq, (levels or {}).get(c))})
+        n_records = n_persons = None
+        if person is not None:  # one row per (class, person): the map then counts persons per class
+            validate_person(eng, rel, person, qi_cols, None, label=f"the release {rname}")
+            n_records = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}"))
+            n_persons = int(eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(rel)}"))
+            rel = s.table(f"SELECT DISTINCT {', '.join(ident(c) for c in class_columns(qis))}, {ident(person)} "
+                          f"FROM {ident(rel)}")
+        unit = "rows" if person is None else "persons"
         mapped = s.table(eng.render("presence_map.sql.j2", release=rel, public=pbase,
                                     prid="rowid" if prid == "rowid" else ident(prid), qis=qis))
         over = eng.fetch_rows(f"SELECT count(*) FROM {ident(mapped)} WHERE covers > 1")[1][0][0]
@@ -101,10 +116,11 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
         no_class = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}") or 0) - int(
             eng.scalar(f"SELECT coalesce(sum(member), 0) FROM {ident(mapped)}"))
         if bad or no_class > 0:
-            shown = "; ".join(f"{dict(zip(qi_cols, r[:-2]))}: {r[-2]} private vs {r[-1]} public rows" for r in bad)
+            shown = "; ".join(f"{dict(zip(qi_cols, r[:-2]))}: {r[-2]} private {unit} vs {r[-1]} public rows"
+                              for r in bad)
             raise InputError(f"the release {rname} is not within the public table {pname}"
-                             + (f": classes with more private than public rows: {shown}" if bad else
-                                f": {no_class} private rows match no public row"))
+                             + (f": classes with more private {unit} than public rows: {shown}" if bad else
+                                f": {no_class} private {unit} match no public row"))
         uncovered = int(eng.scalar(f"SELECT count(*) FROM {ident(mapped)} WHERE class_id = 0"))
         report = check(mapped, ["class_id"] + qi_cols, "member", models=[model], engine=eng, max_groups=max_groups,
                        name=rname)
@@ -127,6 +143,11 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
                               f"ORDER BY m.public_row LIMIT {int(max_groups or 0)}")[1] if max_groups else []
     _user_names(report, rname, pname, qi_cols)
     v = report.verdicts[0]
+    if person is not None:  # the public rows are persons; the release's side counts its persons
+        report.person, report.persons = person, n_persons
+        v.note = (v.note + "; " if v.note else "") + (
+            f"the release's {n_records} records are {n_persons} persons by {person}: a class's presence counts "
+            f"its distinct persons")
     if uncovered:
         v.note = (v.note + "; " if v.note else "") + (
             f"{uncovered} public rows are covered by no released class (presence 0, class 0)")
@@ -135,6 +156,12 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
     report.public_outside = n_out  # type: ignore[attr-defined]
     report.public_outside_rows = [dict(zip(pcols + ["presence"], r)) for r in rows]  # type: ignore[attr-defined]
     return report
+
+
+def class_columns(qis: list[dict[str, Any]]) -> list[str]:
+    """The release columns that tell its classes apart (sql/presence_map.sql.j2's ``ec``): each
+    QI's label, with its ``lo``/``hi`` bounds for a range QI."""
+    return [c for q in qis for c in ((q["lo"], q["hi"], q["name"]) if q["mode"] == "range" else (q["name"],))]
 
 
 #: how a class's membership counts read in a report (the "sensitive" flag of the mapped public rows)
@@ -311,26 +338,35 @@ class ConfidenceReport:
     confidence: float  # the smallest class confidence (a lower bound with the SD/DC speed-ups)
     classes: int
     violating: int  # classes below c
-    rows: int  # private rows
+    rows: int  # private rows (persons, with person)
     U: int  # |D|
     worst: list[dict[str, Any]] = field(default_factory=list)  # the least confident classes
     conservative: bool = True  # computed with SD/DC (never overstates the confidence)
+    person: str | None = None  # record owners: rows, n1 and U count persons
+    records: int | None = None  # with person: the release's records
 
     def format(self) -> str:
         how = " (a lower bound: SD/DC cuts)" if self.conservative else ""
         head = (f"c-confident delta-presence (delta = [{float(self.delta[0]):g}, {float(self.delta[1]):g}], "
                 f"c = {float(self.c):g}): {'holds' if self.holds else 'FAILS'}; smallest confidence "
-                f"{self.confidence:.6g}{how} over {self.classes} classes ({self.rows} private rows, U = {self.U}); "
+                f"{self.confidence:.6g}{how} over {self.classes} classes ({self._size()}, U = {self.U}); "
                 f"{self.violating} classes below c")
         lines = [head] + [f"  confidence {w['confidence']:.6g}: {w['class']} (n1 = {w['n1']}, f = {w['f']})"
                           for w in self.worst]
         return "\n".join(lines)
 
+    def _size(self) -> str:
+        if self.person is None:
+            return f"{self.rows} private rows"
+        return f"{self.rows} private persons by {self.person}, {self.records} records"
+
     def to_dict(self) -> dict[str, Any]:
         return {"delta_min": float(self.delta[0]), "delta_max": float(self.delta[1]), "c": float(self.c),
                 "holds": self.holds, "confidence": self.confidence, "classes": self.classes,
                 "violating": self.violating, "rows": self.rows, "U": self.U, "worst": self.worst,
-                "conservative": self.conservative}
+                "conservative": self.conservative,
+                **({"person": self.person, "persons": self.rows, "records": self.records}
+                   if self.person is not None else {})}
 
 
 def parse_c(c: Any) -> Fraction:
@@ -391,14 +427,22 @@ def check_confident(release: str, private_rows: int | None = None, *, qi: str | 
                     marginals: dict[str, str], engine: Engine | Any = None,
                     hierarchies: dict[str, Hierarchy] | None = None, private: str | None = None,
                     levels: dict[str, int] | None = None, sd: float | None = 4.0, dc: int | None = None,
-                    exact: bool = False, max_classes: int = 5) -> ConfidenceReport:
+                    exact: bool = False, max_classes: int = 5, person: str | None = None) -> ConfidenceReport:
     """Check c-confident delta-presence of ``release`` (T*). ``marginals`` maps each QI to a
     (value, count) table of the population; D's are derived by subtracting ``private`` (T; by
     default the release itself, whose QI values must then be the original ones) or, for a
     generalized release, pass ``private``. ``levels``: a full-domain release's level per QI (needed
     only when a column's labels name nodes of several hierarchy levels). ``sd``/``dc``: the
     kernel's speed-ups (None: off); ``exact``: compute every confidence in exact fractions instead
-    (no speed-ups; for audits of small populations)."""
+    (no speed-ups; for audits of small populations).
+
+    ``person``: the column naming each record's owner, in the release (and in ``private`` when
+    given). Every count is then of persons: T is reduced to one row per person (its QIs must be
+    constant per person, as the population's marginals count each person once under one value),
+    n1 is a class's distinct persons, D = the population's persons less T's, and
+    ``private_rows`` and the report's ``rows`` count persons. A person whose records lie in
+    several classes of the release is refused (the classes would overlap on that person's one
+    public tuple)."""
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
     dmin, dmax = parse_delta(delta)
@@ -415,6 +459,9 @@ def check_confident(release: str, private_rows: int | None = None, *, qi: str | 
             if attr not in qi_cols:
                 raise InputError(f"a hierarchy is given for {attr!r}, which is not a quasi-identifier "
                                  f"({', '.join(qi_cols)})")
+        records = None
+        if person is not None:
+            priv, rel, records = _confident_persons(eng, s, priv, rel, rcols, qi_cols, person, release, private)
         dm, U = d_marginals(eng, s, priv, qi_cols, marginals)
         for q, h in hierarchies.items():  # the population's values (T's among them) are mapped through it
             if f"{q}_lo" in rcols and f"{q}_hi" in rcols:
@@ -444,11 +491,39 @@ def check_confident(release: str, private_rows: int | None = None, *, qi: str | 
     scored.sort(key=lambda x: x[0])
     n_rows = sum(x[2] for x in scored)
     if private_rows is not None and private_rows != n_rows:
-        raise InputError(f"the release holds {n_rows} rows, not the {private_rows} expected")
+        raise InputError(f"the release holds {n_rows} {'rows' if person is None else 'persons'}, not the "
+                         f"{private_rows} expected")
     low = [x for x in scored if x[0] < bound]
     return ConfidenceReport(delta=(dmin, dmax), c=cc, holds=not low,
                             confidence=float(scored[0][0]) if scored else 1.0,
                             classes=len(scored), violating=len(low), rows=n_rows, U=U,
                             worst=[{"confidence": float(x[0]), "class": x[1], "n1": x[2], "f": x[3]}
                                    for x in scored[:max_classes]],
-                            conservative=not exact and (sd is not None or dc is not None))
+                            conservative=not exact and (sd is not None or dc is not None), person=person,
+                            records=records)
+
+
+def _confident_persons(eng: Engine, s: Any, priv: str, rel: str, rcols: dict[str, str], qi: list[str],
+                       person: str, release: str, private: str | None) -> tuple[str, str, int]:
+    """c-confident delta-presence by persons: (T as one row per person, the release as one row per
+    (class, person), the release's records). InputError for a bad person column, a QI varying
+    within a person of T, or a person in several classes of the release."""
+    validate_person(eng, rel, person, qi, None, label=f"the release {release}")
+    tname = f"the release {release}" if private is None else f"the private table {private}"
+    if private is not None:
+        validate_person(eng, priv, person, qi, None, label=tname)
+    vary = varying_qi(eng, priv, person, qi)
+    if vary:
+        raise InputError(f"quasi-identifier {vary[0]!r} takes several values for person {vary[1]!r} of {tname}: "
+                         f"c-confident delta-presence counts each person once, under the one QI tuple the "
+                         f"population's marginals count them with")
+    records = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}"))
+    cols = [c for q in qi for c in ((f"{q}_lo", f"{q}_hi", q) if f"{q}_lo" in rcols and f"{q}_hi" in rcols else (q,))]
+    persons = s.table(f"SELECT DISTINCT {', '.join(ident(c) for c in [person] + qi)} FROM {ident(priv)}")
+    classes = s.table(f"SELECT DISTINCT {', '.join(ident(c) for c in cols)}, {ident(person)} FROM {ident(rel)}")
+    split = eng.fetch_rows(f"SELECT {ident(person)} FROM {ident(classes)} GROUP BY {ident(person)} "
+                           f"HAVING count(*) > 1 ORDER BY 1 LIMIT 1")[1]
+    if split:
+        raise InputError(f"person {split[0][0]!r} has records in several classes of the release {release}: "
+                         f"a person's one public tuple would fall in each (overlapping classes)")
+    return persons, classes, records

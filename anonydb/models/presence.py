@@ -10,6 +10,23 @@ flag as the "sensitive" attribute, so n_T is the flagged count of a class and n_
 classes gives the mediant of their ratios, within their [min, max], so a generalization of a
 delta-present release stays delta-present, which makes the lattice search and Mondrian's
 pruning sound.
+
+Record owners (several records per person; :mod:`anonydb.models.base`, ``docs/persons.md``): the
+public table P holds persons, one row each; the research table T may hold several records per
+person (visits). For a public person t in class E,
+
+    Pr(t in T | T') = (distinct persons of T in E) / (persons of P in E):
+
+a person with twelve visits is present once, as membership is a fact about the person, not the
+record. With one record per person this is the row-level definition. The check
+(:func:`anonydb.presence.check_presence` with ``person=``) reduces the release to one row per
+(class, person) before P is mapped onto its classes, so the model below is unchanged: P's rows
+are persons, and the member flag marks n_T(E) = E's distinct research persons. A person whose
+records lie in several classes (QIs that vary per record) counts in each, as for every model by
+persons. c-confident delta-presence (:func:`anonydb.presence.check_confident`, ``person=``) is
+the row-level definition on T's persons: T reduced to one row per person (its QIs must then be
+constant per person, the population's marginals counting each person under one value), n1 a
+class's persons, D the population's persons less T's.
 """
 
 from __future__ import annotations
