@@ -154,7 +154,8 @@ def pseudonymized(eng: Engine, s: Any, relation: str, columns: Columns, secret_f
     (the relation, where the key came from)."""
     if not columns.pseudonyms:
         return relation, ""
-    key, origin = load_key(secret_file)
+    # an internal caller may hand the key itself (bytes: never a user's secret, which comes from a file)
+    key, origin = (secret_file, "fresh") if isinstance(secret_file, bytes) else load_key(secret_file)
     types = dict(eng.columns(relation))
     sel = ", ".join(f"{pseudonym_sql(eng, ident(c), types[c], key)} AS {ident(c)}" if c in columns.pseudonyms
                     else ident(c) for c in types)

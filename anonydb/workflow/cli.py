@@ -537,7 +537,7 @@ def _check(args: argparse.Namespace) -> int:
             with engine.scratch("cli") as s:
                 report = check_confident(args.source, qi=args.qi, delta=args.delta, c=args.confidence,
                                          marginals=_marginals(engine, s, args), engine=engine,
-                                         hierarchies=hierarchies, private=args.private)
+                                         hierarchies=hierarchies, private=args.private, person=args.person)
         finally:
             engine.close()
         print(json.dumps(report.to_dict(), indent=2, default=str) if args.json else report.format())
@@ -547,7 +547,7 @@ def _check(args: argparse.Namespace) -> int:
 
         try:
             report = check_presence(args.source, args.public, args.qi, delta=args.delta, engine=engine,
-                                    hierarchies=hierarchies, max_groups=args.max_groups)
+                                    hierarchies=hierarchies, max_groups=args.max_groups, person=args.person)
         finally:
             engine.close()
         print(report.to_json() if args.json else report.format())
