@@ -1,7 +1,9 @@
 """The dbt example on a real PostgreSQL server (tests/pg_server.py), with dbt-postgres: `dbt build`
 passes on the release anonydb loaded and fails on a violating model, naming the failing test; the
 failing-row counts of the generic tests (k_anonymous, l_diverse, t_close; the same SQL text as on
-DuckDB) agree with anonydb.check's verdicts on PostgreSQL, in dbt and on random tables.
+DuckDB) agree with anonydb.check's verdicts on PostgreSQL, in dbt and on random tables; with
+`person:` (several rows per person) with a plain-Python count of persons, in dbt (the visits seed)
+and on random tables.
 
 The project is examples/dbt_project_postgres (SQL models over sources that its load_sources.py
 builds with anonydb in DuckDB and copies in with COPY: dbt-postgres runs no Python models); its
@@ -27,7 +29,7 @@ import pytest
 import anonydb
 
 from conftest import ROOT, make_table
-from test_dbt import PACKAGE, _dbt, _generic
+from test_dbt import PACKAGE, _dbt, _generic, _owners, person_classes, person_failing_rows, run_person_tests, visits
 from test_postgres import copy_to_pg
 
 from anonydb.engines import connect_postgres  # noqa: E402
@@ -111,10 +113,12 @@ def test_dbt_build_passes_on_the_release_then_fails_on_a_violating_model(project
     work, dbt = project
     r = dbt("build")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "PASS=9 WARN=0 ERROR=0" in r.stdout
+    assert "PASS=13 WARN=0 ERROR=0" in r.stdout  # a seed, 5 models, 7 tests
     assert "target='postgres'" in r.stdout
     got = _failures(work)
-    assert sorted(got.values()) == [("pass", 0)] * 5, got
+    assert sorted(got.values()) == [("pass", 0)] * 7, got
+    assert _one(got, "dbt_anonydb_k_anonymous_visits_release_3__patient_id") == ("pass", 0)
+    assert _one(got, "dbt_anonydb_l_diverse_visits_release_3__patient_id") == ("pass", 0)
     rep = _check(pg, "census_release", k=5, l=3, t=0.35)
     assert rep.holds and all(v.violating_groups == 0 for v in rep.verdicts), rep.format()
     n, k, l = pg.con.execute(f"SELECT sum(n), min(n), min(d) FROM (SELECT count(*) n, count(DISTINCT occupation) d "
@@ -127,10 +131,16 @@ def test_dbt_build_passes_on_the_release_then_fails_on_a_violating_model(project
     r = dbt("build", "--vars", "{include_violation: true}")
     assert r.returncode != 0
     assert "Failure in test dbt_anonydb_k_anonymous_census_raw_exposed" in r.stdout
-    assert "ERROR=1" in r.stdout  # only the raw model's test fails; the release's tests pass
-    status, failing = _one(_failures(work), "dbt_anonydb_k_anonymous_census_raw_exposed")
+    # the raw models' tests fail (the visits' by persons only: by rows every class has 3 visits)
+    assert "ERROR=2" in r.stdout
+    got = _failures(work)
+    status, failing = _one(got, "dbt_anonydb_k_anonymous_census_raw_exposed")
     assert status == "fail"
     assert failing == _check(pg, "census_raw_exposed", k=5)["k-anonymity"].violating_groups > 0
+    exposed = person_classes(visits(), ["age", "sex", "zip"], "patient_id")
+    assert _one(got, "dbt_anonydb_k_anonymous_visits_exposed_3__age") == ("pass", 0)
+    assert _one(got, "dbt_anonydb_k_anonymous_visits_exposed_3__patient_id") == \
+        ("fail", sum(p < 3 for _, p, _, _ in exposed.values())) == ("fail", 11)
 
 
 def test_dbt_failing_rows_agree_with_the_checks_on_the_violating_model(project, pg):
@@ -199,6 +209,19 @@ def test_generic_tests_agree_with_the_checks_on_postgres(engine, pg, seed):
             below = _generic("t_close")(model="t", quasi_identifiers=qis, sensitive="s", t=float(want) - 1e-6,
                                         distance=distance)
             assert con.execute(below).fetchall()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_person_generic_tests_agree_with_a_plain_count_on_postgres(engine, pg, seed):
+    """As tests/test_dbt.py on DuckDB: k_anonymous and l_diverse with person, run by PostgreSQL on
+    random tables of 1-4 rows a person (NULL persons included), give every failing row a
+    plain-Python count of persons gives."""
+    rnd = random.Random(seed)
+    rows = _owners(rnd)
+    make_table(engine, "t", ["p", "q 1", "q2", "s"], rows)
+    copy_to_pg(engine, pg, "t")
+    k, l = rnd.randint(2, 4), rnd.randint(2, 3)
+    assert run_person_tests(pg.con, rows, k, l) == person_failing_rows(rows, k, l)
 
 
 @pytest.mark.slow

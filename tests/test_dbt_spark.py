@@ -5,7 +5,8 @@ DuckDB and PostgreSQL) decide as anonydb.check does on the same rows, read back 
 warehouse's Parquet files with DuckDB: each test passes at anonydb's achieved value and fails just
 past it, on exactly as many groups as anonydb names, NULL quasi-identifier and sensitive values
 included (a model added to the copy: Spark sorts NULL first, anonydb's ordered distance ranks
-it last, and t_close says "nulls last").
+it last, and t_close says "nulls last"); with `person:` (several rows per person), as a plain-Python
+count of persons says, on the visits seed and on random rows with NULL persons.
 
 The project is examples/dbt_project_spark (Spark SQL models; its generic tests are
 ../dbt_project/tests); ANONYDB_SPARK_DIR puts its warehouse and metastore under tmp_path.
@@ -29,7 +30,7 @@ import pytest
 import anonydb
 
 from conftest import ROOT
-from test_dbt import _dbt
+from test_dbt import _dbt, _owners, person_classes, person_failing_rows, visits
 
 #: pytest -n: every test of one engine on one worker, which starts its Spark session once
 pytestmark = [pytest.mark.xdist_group("spark"), pytest.mark.slow]  # the dbt package runs on DuckDB and
@@ -111,9 +112,9 @@ def test_dbt_spark_build_passes_and_agrees_with_the_checks(project, duck):
     work, warehouse, dbt, r = project
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "Registered adapter: spark=" in r.stdout
-    assert "PASS=10 WARN=0 ERROR=0" in r.stdout  # 5 models, 5 tests
+    assert "PASS=14 WARN=0 ERROR=0" in r.stdout  # a seed, 6 models, 7 tests
     got = _results(work)
-    assert sorted(got.values()) == [("pass", 0)] * 5, got
+    assert sorted(got.values()) == [("pass", 0)] * 7, got
     assert not (work / "metastore_db").exists() and not (work / "derby.log").exists()  # all under ANONYDB_SPARK_DIR
 
     release = _load(duck, warehouse, "census_release")
@@ -137,8 +138,10 @@ def test_dbt_spark_build_fails_on_a_violating_model_and_the_failing_rows_agree(p
     and t (they pass) and just past them (they fail); on the raw model, l_diverse; on a table of
     random rows with NULL quasi-identifier and sensitive values (a SQL model: dbt-spark's
     session-mode seeds load an empty text field as the text 'None'), k, l and t with both
-    distances. The build fails on the raw model's k_anonymous only (ERROR=1), and every test's
-    failing-row count is anonydb.check's number of violating groups on the same rows."""
+    distances; with person, k_anonymous and l_diverse on random visits with NULL persons. The build
+    fails on the raw models' k_anonymous only (ERROR=2: the census's, and the visits' by persons),
+    and every test's failing-row count is anonydb.check's number of violating groups on the same
+    rows (by persons: a plain-Python count of persons)."""
     import yaml
 
     work, warehouse, dbt, first = project
@@ -161,6 +164,13 @@ def test_dbt_spark_build_fails_on_a_violating_model_and_the_failing_rows_agree(p
     sample = work / "models" / "nulls_sample.sql"
     sample.write_text("{{ config(materialized='table') }}\n"
                       f"select * from values {values}\n       as v(q1, q2, s)\n")
+    # random visits of 1-4 rows a person, 3 of them without a person (NULL)
+    owners = _owners(random.Random(6))
+    assert sum(r[0] is None for r in owners) == 3
+    owner_values = ",\n       ".join("(" + ", ".join(lit(v) for v in r) + ")" for r in owners)
+    owners_sample = work / "models" / "owners_sample.sql"
+    owners_sample.write_text("{{ config(materialized='table') }}\n"
+                             f"select * from values {owner_values}\n       as v(p, q1, q2, s)\n")
 
     def test(generic, name, warn=False, qis=QIS, **arguments):
         spec = {"name": name, "arguments": dict({"quasi_identifiers": qis}, **arguments)}
@@ -195,12 +205,17 @@ def test_dbt_spark_build_fails_on_a_violating_model_and_the_failing_rows_agree(p
     for model in doc["models"]:
         model.setdefault("data_tests", []).extend(added.get(model["name"], []))
     doc["models"].append(sample_tests)
+    doc["models"].append({"name": "owners_sample", "data_tests": [
+        test("k_anonymous", "owners_k", warn=True, qis=nq, k=4, person="p"),
+        test("l_diverse", "owners_l", warn=True, qis=nq, sensitive="s", l=3, person="p"),
+    ]})
     schema.write_text(yaml.safe_dump(doc, sort_keys=False))
     try:
         r = dbt("build", "--vars", "{include_violation: true}")
     finally:
         schema.write_text(original)
         sample.unlink()
+        owners_sample.unlink()
     assert r.returncode != 0
     assert "Failure in test dbt_anonydb_k_anonymous_census_raw_exposed" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
 
@@ -232,8 +247,18 @@ def test_dbt_spark_build_fails_on_a_violating_model_and_the_failing_rows_agree(p
         "nulls_l": ("warn", groups(nulls, nq, "s", l=3)),
         "nulls_t_equal": ("warn", groups(nulls, nq, "s", t=0.2, distance="equal")),
         "nulls_t_ordered": ("warn", groups(nulls, nq, "s", t=0.2, distance="ordered")),
+        # by persons, counted in plain Python (the visits seed's CSV; the random rows as written)
+        "dbt_anonydb_k_anonymous_visits_release_3__patient_id": ("pass", 0),
+        "dbt_anonydb_l_diverse_visits_release_3__patient_id": ("pass", 0),
+        "dbt_anonydb_k_anonymous_visits_exposed_3__age": ("pass", 0),
+        "dbt_anonydb_k_anonymous_visits_exposed_3__patient_id":
+            ("fail", sum(p < 3 for _, p, _, _ in person_classes(visits(), ["age", "sex", "zip"], "patient_id").values())),
+        "owners_k": ("warn", len(person_failing_rows(owners, 4, 3)[0])),
+        "owners_l": ("warn", len(person_failing_rows(owners, 4, 3)[1])),
     }
     assert want["nulls_t_ordered"][1] == 2
+    assert want["dbt_anonydb_k_anonymous_visits_exposed_3__patient_id"][1] == 11
+    assert (want["owners_k"][1], want["owners_l"][1]) == (8, 4)
     got = _results(work)
     assert len(got) == len(want), got
     for prefix, (status, count) in want.items():
@@ -241,8 +266,9 @@ def test_dbt_spark_build_fails_on_a_violating_model_and_the_failing_rows_agree(p
             assert count > 0, prefix
         assert _one(got, prefix) == (status, count), (prefix, got)
     statuses = [s for s, _ in want.values()]
-    # 7 models pass; the raw model's k_anonymous is the one error
-    assert f"PASS={7 + statuses.count('pass')} WARN={statuses.count('warn')} ERROR=1 " in r.stdout, r.stdout[-3000:]
+    # 10 models and the seed pass; the raw models' k_anonymous (the visits' by persons) are the errors
+    assert statuses.count("fail") == 2
+    assert f"PASS={11 + statuses.count('pass')} WARN={statuses.count('warn')} ERROR=2 " in r.stdout, r.stdout[-3000:]
 
 
 def test_dbt_spark_package_release_is_verified(project, duck):
