@@ -109,3 +109,42 @@ def test_linked_bad_inputs():
         linked("patients", "pid", {"visits": "patient"}, qi=["age"], outs={}, engine=con, k=1)
     assert not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name LIKE '%rel%' "
                            "OR table_name LIKE '__anonydb%'").fetchone()[0]
+
+
+def test_linked_spec(tmp_path):
+    """A spec names the person table (source, its key by role person) and its event tables (linked:)."""
+    from anonydb.workflow.jobs import run_spec
+    from anonydb.workflow.spec import SpecError, load_spec
+
+    db = tmp_path / "l.duckdb"
+    con = duckdb.connect(str(db))
+    people = [(p, 20 + p % 3, 100 + p % 2) for p in range(12)]
+    load(con, people, [(i, i % 12, "abc"[i % 3]) for i in range(30)], [(i, i % 6, i) for i in range(10)])
+    con.close()
+    spec = tmp_path / "linked.yaml"
+    spec.write_text(f"""source: patients
+database: {db}
+attributes:
+  pid: person
+  age: {{role: qi, kind: numeric}}
+  zip: {{role: qi, kind: numeric}}
+  dx: sensitive
+linked:
+  visits: {{key: patient, table: v_rel}}
+  claims: {{key: member, table: c_rel}}
+  max_suppression: 1.0
+method: mondrian
+privacy: {{k: 3}}
+output: {{table: p_rel}}
+""")
+    rel = run_spec(str(spec))
+    assert set(rel.tables.values()) == {"p_rel", "v_rel", "c_rel"} and rel.holds
+    con = duckdb.connect(str(db))
+    assert con.execute("SELECT count(*) FROM v_rel").fetchone()[0] == 30
+    assert con.execute("SELECT count(*) FROM p_rel").fetchone()[0] == 12
+    assert "pid" not in {r[0] for r in con.execute("DESCRIBE v_rel").fetchall()}
+    con.close()
+    spec.write_text(spec.read_text().replace("method: mondrian", "method: fulldomain").replace("  pid: person\n", ""))
+    with pytest.raises(SpecError) as e:
+        load_spec(str(spec))
+    assert "linked tables are released with mondrian" in str(e.value) and "role person" in str(e.value)

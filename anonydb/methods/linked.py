@@ -51,6 +51,13 @@ class LinkedResult:
     suppressed: dict[str, int] = field(default_factory=dict)  # release -> persons whose records it suppressed
     dropped: dict[str, list[str]] = field(default_factory=dict)  # source table -> columns not published
 
+    @property
+    def utility(self) -> dict[str, Any]:
+        """For reports: the persons, classes and, per release, its rows and suppressed persons."""
+        return {"persons": self.persons, "classes": self.classes,
+                **{f"rows {out}": n for out, n in self.rows.items()},
+                **{f"suppressed persons {out}": n for out, n in self.suppressed.items()}}
+
     def format(self) -> str:
         lines = [f"linked release: {self.persons} persons in {self.classes} equivalence classes, "
                  f"{len(self.tables)} tables ({self.seconds:.2f} s)"]

@@ -235,6 +235,8 @@ def run_spec(spec: Spec | str | Path, *, db: str | None = None, engine: Engine |
 
 
 def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files: bool) -> Release:
+    if sp.linked:
+        return _run_linked(sp, eng)
     start = len(eng.log)
     t0 = time.perf_counter()
     files_out = sp.format in ("parquet", "csv")
@@ -278,6 +280,31 @@ def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files:
     finally:
         if files_out:
             _drop_release(eng, out)
+    return rel
+
+
+def _run_linked(sp: Spec, eng: Engine) -> Release:
+    """A spec of linked tables: the person table (the source), its event tables, one release each."""
+    from ..methods.linked import linked
+
+    start, t0 = len(eng.log), time.perf_counter()
+    outs = {sp.source: sp.table, **{t: v["table"] for t, v in sp.linked.items()}}
+    keep = {t: v["keep"] for t, v in sp.linked.items() if v["keep"]}
+    own = [a.name for a in sp.attributes if a.role == "insensitive"]
+    if own:
+        keep[sp.source] = own
+    r = linked(sp.source, sp.person, {t: v["key"] for t, v in sp.linked.items()}, sp.qi, sp.sensitive, outs=outs,
+               engine=eng, keep=keep, hierarchies=sp.hierarchies or None, replace=sp.replace, seed=sp.seed,
+               max_suppression=sp.max_suppression, **sp.model_params())
+    main = next(out for out, rep in r.reports.items() if rep is not None)
+    rel = Release(method="mondrian", table=main, tables=dict(r.tables), qi=sp.qi, sensitive=sp.sensitive,
+                  rows=sum(r.rows.values()), seconds=time.perf_counter() - t0, report=r.reports[main], result=r,
+                  engine=eng, sql=[x.sql for x in eng.log[start:]], hierarchies=dict(sp.hierarchies or {}))
+    rel.spec = sp
+    if sp.report_html or sp.report_json:
+        from .reporting import release_report, write_report
+
+        write_report(release_report(rel), html=sp.report_html, json_path=sp.report_json)
     return rel
 
 

@@ -52,7 +52,8 @@ METHODS = {
 }
 PRIVACY = ("k", "l", "t", "n", "alpha", "delta", "bt")
 FORMATS = ("duckdb", "parquet", "csv")
-TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed", "secret_file")
+TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed", "secret_file",
+       "linked")
 
 
 class SpecError(InputError):
@@ -94,6 +95,10 @@ class Spec:
     database: str | None = None
     seed: int | None = None  # None: a secret row order
     secret_file: str | None = None  # the pseudonyms' key (else $ANONYDB_SECRET, else a fresh one)
+    #: linked tables: event table -> {key: its foreign key, table: its release, keep: [...]}; the
+    #: source is then the person table, its person column the key, output.table its own release
+    linked: dict[str, dict[str, Any]] = field(default_factory=dict)
+    max_suppression: float = 0.0  # linked tables: of each table's persons
     raw: dict[str, Any] = field(default_factory=dict)
     lines: dict[tuple, int] = field(default_factory=dict)
 
@@ -289,6 +294,14 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
         for a in attrs:
             if a.role == "qi" and a.hierarchy is None:
                 ck.bad(("attributes", a.name), "fulldomain generalizes along hierarchies: give this QI a hierarchy")
+    linked = _linked(ck, raw.get("linked")) if "linked" in raw else {}
+    if linked:
+        if method != "mondrian":
+            ck.bad(("method",), "linked tables are released with mondrian (over the persons)")
+        if not roles.get("person"):
+            ck.bad(("attributes",), "linked tables need the person table's key: give it role person")
+        if out.get("format", "duckdb") != "duckdb":
+            ck.bad(("output", "format"), "linked tables are released as tables (format duckdb)")
     if not privacy and "privacy" not in raw:
         ck.bad(("privacy",), "required key is missing (at least one privacy model)")
     if ck.problems:
@@ -298,7 +311,8 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
                 output_path=(str(_rel(out["path"], base)) if out.get("path") else None), view=out.get("view", False),
                 replace=out.get("replace", False), report_html=_opt_rel(report.get("html"), base),
                 report_json=_opt_rel(report.get("json"), base), database=_opt_rel(database, base), seed=seed, raw=raw,
-                lines=lines, secret_file=_opt_rel(secret_file, base))
+                lines=lines, secret_file=_opt_rel(secret_file, base), linked=linked,
+                max_suppression=float(raw["linked"].get("max_suppression", 0.0)) if linked else 0.0)
 
 
 def _rel(p: str, base: Path) -> Path:
@@ -481,6 +495,33 @@ def _with_options(ck: _Checker, v: dict, key: str, options: tuple[str, ...]) -> 
     if not ck.typed(d.get("value"), at + ("value",) if nested else at, (int, float), "a number"):
         return None
     return {x: d[x] for x in ("value",) + options if x in d}
+
+
+def _linked(ck: _Checker, v: Any) -> dict[str, dict[str, Any]]:
+    """linked: {max_suppression: f, <event table>: {key: fk, table: release, keep: [cols]}, ...}."""
+    at = ("linked",)
+    if not isinstance(v, dict) or not v:
+        ck.bad(at, f"expected a mapping of event table -> {{key, table}}, got {_tname(v)}")
+        return {}
+    out = {}
+    for name, spec in v.items():
+        if name == "max_suppression":
+            ck.typed(spec, at + (name,), (int, float), "a fraction in [0, 1] of each table's persons")
+            continue
+        here = at + (name,)
+        if not ck.keys(spec, here, ("key", "table", "keep")):
+            continue
+        for req in ("key", "table"):
+            if req not in spec:
+                ck.bad(here, f"{req} is missing (the foreign key to the person table, and the table's release)")
+            else:
+                ck.typed(spec[req], here + (req,), (str,), "a column name" if req == "key" else "a table name")
+        keep = spec.get("keep", [])
+        if not isinstance(keep, list) or not all(isinstance(c, str) for c in keep):
+            ck.bad(here + ("keep",), "a list of column names")
+            keep = []
+        out[name] = {"key": spec.get("key"), "table": spec.get("table"), "keep": keep}
+    return out
 
 
 def _output(ck: _Checker, v: Any) -> dict[str, Any]:
