@@ -319,6 +319,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--qi", help="quasi-identifiers, comma-separated (a table's report)")
     rp.add_argument("--sensitive", help="the sensitive attribute")
     rp.add_argument("--class-column", help="the column naming a record's class (default: the QI values)")
+    rp.add_argument("--person", metavar="COL", help=PERSON_HELP)
     rp.add_argument("--original", metavar="TABLE|FILE", help="the source the release came from (per-QI loss)")
     rp.add_argument("--threshold", type=float, default=0.2, help="risk threshold (default 0.2)")
     rp.add_argument("--db", help=DB_HELP)
@@ -707,7 +708,8 @@ def _report(args: argparse.Namespace) -> int:
                 original = open_source(engine, args.original, scratch=s) if args.original else None
                 rep = table_report(engine, table, args.qi, args.sensitive, original=original,
                                    class_column=args.class_column, threshold=args.threshold,
-                                   hierarchies=dict(parse_hierarchy_arg(h) for h in args.hierarchy) or None, **models)
+                                   hierarchies=dict(parse_hierarchy_arg(h) for h in args.hierarchy) or None,
+                                   person=args.person, **models)
                 rep["title"], rep["tables"] = f"anonydb report {args.source}", {"release": str(args.source)}
         finally:
             engine.close()

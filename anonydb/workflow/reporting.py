@@ -160,10 +160,13 @@ def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
 
 def table_report(eng: Engine, table: str, qi: str | Iterable[str], sensitive: str | None = None, *,
                  original: str | None = None, class_column: str | None = None, threshold: float = THRESHOLD,
-                 hierarchies: dict[str, Any] | None = None, **models: Any) -> dict[str, Any]:
+                 hierarchies: dict[str, Any] | None = None, person: str | None = None,
+                 **models: Any) -> dict[str, Any]:
     """The report of any table: the models' verdicts (``models`` as in :func:`anonydb.check`),
     class sizes and prosecutor risk over the QI columns (or ``class_column``), and, with
-    ``original`` (the source), the per-QI share of generalized values."""
+    ``original`` (the source), the per-QI share of generalized values. ``person``: the column naming
+    each record's owner: the verdicts, class sizes and risk count persons (a person's records are
+    one candidate), and the report gives the records and the persons."""
     from ..checker import check
 
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -171,20 +174,34 @@ def table_report(eng: Engine, table: str, qi: str | Iterable[str], sensitive: st
     holds = True
     if models:
         rep = check(table, qi_cols, sensitive, engine=eng, hierarchies=hierarchies, max_groups=5,
-                    distribution_of=original, **models)
+                    distribution_of=original, person=person, **models)
         verdicts, holds = [v.to_dict() for v in rep.verdicts], rep.holds
     keys = [class_column] if class_column else qi_cols
-    classes = class_sizes(eng, table, keys)
-    classes["unit"] = class_column or "records sharing the QI values"
-    # risk over every column of the table but the sensitive one: what an adversary can link on
-    published = [c for c, _ in eng.columns(table) if c != sensitive]
-    risk = prosecutor_risk(eng, table, published, threshold)
-    risk["unit"] = f"records sharing every value but the sensitive one ({', '.join(published)})"
+    records = eng.scalar(f"SELECT count(*) FROM {ident(table)}")
+    persons = None
+    # risk over every column of the table but the sensitive one (and the person): what an adversary can link on
+    published = [c for c, _ in eng.columns(table) if c not in (sensitive, person)]
+    if person is None:
+        classes = class_sizes(eng, table, keys)
+        classes["unit"] = class_column or "records sharing the QI values"
+        risk = prosecutor_risk(eng, table, published, threshold)
+        risk["unit"] = f"records sharing every value but the sensitive one ({', '.join(published)})"
+    else:  # one candidate per person: the distinct (values, person) pairs
+        persons = eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(table)}")
+        with eng.scratch("report") as s:
+            by_class = s.table(f"SELECT DISTINCT {', '.join(ident(c) for c in keys)}, {ident(person)} FROM {ident(table)}")
+            classes = class_sizes(eng, by_class, keys)
+            classes["unit"] = f"persons sharing the {'class' if class_column else 'QI values'}"
+            by_values = s.table(f"SELECT DISTINCT {', '.join(ident(c) for c in published)}, {ident(person)} "
+                                f"FROM {ident(table)}")
+            risk = prosecutor_risk(eng, by_values, published, threshold)
+        risk["unit"] = f"persons sharing every value but the sensitive one ({', '.join(published)})"
     loss = ({"measure": "share of released values that are not original values (generalized or suppressed)",
              "by_qi": generalized_share(eng, table, original, qi_cols)} if original else
             {"measure": "needs the original table (--original)", "by_qi": {}})
     return _jsonable({"title": f"anonydb report {table}", "generated": _now(), "method": None,
-                      "tables": {"release": table}, "files": [], "rows": classes["rows"], "seconds": None,
+                      "tables": {"release": table}, "files": [], "rows": records, "seconds": None,
+                      **({"person": person, "persons": persons} if person is not None else {}),
                       "qi": qi_cols, "sensitive": sensitive, "holds": holds, "verdicts": verdicts,
                       "classes": classes, "risk": risk, "loss": loss, "utility": {}, "statements": None,
                       "spec": None, "spec_path": None})
@@ -303,6 +320,8 @@ def render_html(rep: dict[str, Any]) -> str:
            f"<style>{CSS}</style></head><body>", f"<h1>{_e(rep['title'])}</h1>"]
     status = "<span class=\"ok\">every model holds</span>" if rep["holds"] else "<span class=\"bad\">VIOLATED</span>"
     facts = [("verdict", status), ("method", _e(rep.get("method") or "-")), ("records", _e(rep["rows"])),
+             *([("persons", _e(f"{rep['persons']} (by {rep['person']}: every model and size counts persons)"))]
+               if rep.get("person") else []),
              ("quasi-identifiers", _e(", ".join(rep["qi"]))), ("sensitive", _e(rep.get("sensitive") or "-")),
              ("outputs", _e(", ".join(f"{k}: {v}" for k, v in rep["tables"].items()) +
                             ("; files: " + ", ".join(rep["files"]) if rep.get("files") else ""))),
