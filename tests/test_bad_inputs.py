@@ -47,7 +47,13 @@ def work(tmp_path: Path) -> Path:
     con.execute(f"CREATE TABLE people AS SELECT * FROM read_csv({str(tmp_path / 'people.csv')!r}, header = true)")
     con.execute("CREATE TABLE rel AS SELECT 1 AS x")
     con.execute("CREATE TABLE other AS SELECT range AS i FROM range(50)")
+    # several visits per person (QIs constant per person), one with a NULL person, one varying QI
+    con.execute("CREATE TABLE visits AS SELECT p.*, v AS month FROM people AS p, range(1 + p.person_id % 3) AS r(v)")
+    con.execute("CREATE TABLE visits_null AS SELECT * FROM visits UNION ALL "
+                "SELECT NULL, 'x', 30, 'M', '47600', 'flu', 'a', 1000, 'US', 0")
+    con.execute("CREATE TABLE dx AS SELECT person_id AS member, disease FROM people UNION ALL SELECT 999999, 'flu'")
     con.close()
+    (tmp_path / "short.key").write_text("short\n")
     return tmp_path
 
 
@@ -84,6 +90,9 @@ def one_error_line(r: subprocess.CompletedProcess) -> str:
 M = ["anonymize", "people.csv", "--qi", QI, "--sensitive", "disease", "--k", "5"]
 
 # (case id, arguments, expected exit code, a substring of the one error line)
+#: a person-level release of the visits table
+V = ["anonymize", "visits", "--qi", "age,sex", "--sensitive", "disease", "--k", "2", "--out", "r2", "--db", "db.duckdb"]
+
 CASES = [
     ("out-exists", M + ["--out", "rel", "--db", "db.duckdb"], 2, "'rel' already exists; choose another name, or "
                                                                      "replace it with --replace"),
@@ -126,6 +135,25 @@ CASES = [
      2, "--html"),
     ("ragged-csv", ["check", "ragged.csv", "--qi", "a", "--k", "1"], 2, "ragged.csv"),
     ("spec-output-exists", ["release", "spec.yaml"], 2, "already exists"),
+    # record owners (issue 48): each one line, exit 2, nothing written
+    ("person-missing", V + ["--person", "nope"], 2, "person column 'nope' (--person) not found in visits"),
+    ("person-null", ["anonymize", "visits_null", "--qi", "age,sex", "--k", "2", "--out", "r2", "--db", "db.duckdb",
+                     "--person", "person_id"], 2, "person column 'person_id' is NULL on 1 rows of visits_null"),
+    ("person-is-a-qi", V + ["--person", "age"], 2, "'age' is given both as the person column and as a quasi-identifier"),
+    ("person-is-the-sensitive", V + ["--person", "disease"], 2,
+     "'disease' is given both as the person column and as the sensitive attribute"),
+    ("person-qi-varies", ["anonymize", "visits", "--qi", "age,month", "--k", "2", "--out", "r2", "--db", "db.duckdb",
+                          "--person", "person_id"], 2, "quasi-identifier 'month' varies within person 1"),
+    ("person-relaxed", V + ["--person", "person_id", "--relaxed"], 2, "record owners need strict cuts"),
+    ("person-slicing", V + ["--person", "person_id", "--method", "slicing", "--l", "2"], 2,
+     "--method slicing judges rows, not persons"),
+    ("secret-too-short", V + ["--person", "person_id", "--pseudonymize", "person_id", "--secret-file", "short.key"], 2,
+     "is 5 bytes: a pseudonym key needs at least 16"),
+    ("pseudonym-is-a-qi", V + ["--person", "person_id", "--pseudonymize", "age"], 2,
+     "'age' is given both as a pseudonym and as a quasi-identifier"),
+    ("linked-dangling-keys", ["release", "linked.yaml"], 2, "foreign key dx.member dangles on 1 rows"),
+    ("check-person-null", ["check", "visits_null", "--qi", "age", "--k", "2", "--db", "db.duckdb", "--person",
+                           "person_id"], 2, "is NULL on 1 rows"),
     ("check-holds", ["check", "people", "--qi", "sex", "--k", "2", "--db", "db.duckdb"], 0, None),
     ("check-violated", ["check", "people", "--qi", QI, "--k", "2", "--db", "db.duckdb"], 1, None),
 ]
@@ -138,6 +166,10 @@ def test_bad_input(work: Path, case, args, code, message):
     (work / "spec.yaml").write_text(
         "source: people.csv\nattributes:\n  age: {role: qi, kind: numeric}\n  sex: qi\n  disease: sensitive\n"
         "method: mondrian\nprivacy: {k: 5}\noutput: {table: x, format: csv, path: zip_hierarchy.csv}\n")
+    (work / "linked.yaml").write_text(
+        "source: people\ndatabase: db.duckdb\nattributes:\n  person_id: person\n  age: {role: qi, kind: numeric}\n"
+        "  sex: qi\nlinked:\n  dx: {key: member, table: dx_rel}\nmethod: mondrian\nprivacy: {k: 5}\n"
+        "output: {table: people_rel}\n")
     before = snapshot(work)
     r = cli(work, *args)
     assert r.returncode == code, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
