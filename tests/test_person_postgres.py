@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from person_engines import same_check, same_releases, visits
+from person_engines import linked_tables, same_check, same_linked, same_releases, same_varying, visits
 from test_postgres import copy_to_pg, duck, pg  # noqa: F401  (fixtures)
 
 pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install 'anonydb[postgres]')")
@@ -28,3 +28,14 @@ def test_check_by_persons_same(duck, pg, table):
 
 def test_releases_by_persons_same(duck, pg, table):
     same_releases(duck, pg, table)
+
+
+def test_varying_qis_same(duck, pg, table):
+    same_varying(duck, pg, table)
+
+
+def test_linked_tables_same(duck, pg):
+    t = linked_tables(duck)
+    for name in t.values():
+        copy_to_pg(duck, pg, name)
+    same_linked(duck, pg, t)

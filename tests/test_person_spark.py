@@ -7,7 +7,7 @@ import pytest
 
 import anonydb
 from conftest import spark_view
-from person_engines import CHECKS, same_check, same_releases, visits
+from person_engines import CHECKS, linked_tables, same_check, same_linked, same_releases, same_varying, visits
 
 #: pytest -n: every test of one engine on one worker, which starts its Spark session once
 pytestmark = pytest.mark.xdist_group("spark")
@@ -54,3 +54,16 @@ def test_every_check_by_persons_same(duck, sp, table):
 @pytest.mark.slow
 def test_releases_by_persons_same(duck, sp, table):
     same_releases(duck, sp, table)
+
+
+@pytest.mark.slow
+def test_varying_qis_same(duck, sp, table):
+    same_varying(duck, sp, table)
+
+
+@pytest.mark.slow
+def test_linked_tables_same(duck, sp, spark):
+    t = linked_tables(duck, "ps")
+    for name in t.values():
+        spark_view(duck, spark, name)
+    same_linked(duck, sp, t)
