@@ -281,7 +281,7 @@ def _kind_case(v: str, numeric: str, date: str, other: str) -> str:
     return f"CASE anonydb_kind({v}) WHEN 'numeric' THEN {numeric} WHEN 'date' THEN {date} ELSE {other} END"
 
 
-def _mondrian_statement(with_sa: bool, d: int = MONDRIAN_MAX_QIS) -> str:
+def _mondrian_statement(with_sa: bool, d: int = MONDRIAN_MAX_QIS, person: bool = False) -> str:
     """The Python Mondrian's one-statement plan (mondrian_recursive.sql.j2 with the models' own
     verdicts: k, distinct l and equal-EMD t) for ``d`` QIs, then the release: a label per class
     (numeric and date QIs [lo, hi], others the sorted set of values), eq_class, the sensitive and
@@ -290,7 +290,12 @@ def _mondrian_statement(with_sa: bool, d: int = MONDRIAN_MAX_QIS) -> str:
     Tokens the macro replaces: __ADB_SRC__, __ADB_SRCTEXT__, __ADB_COLS__, __ADB_SA__, __ADB_KEEP__,
     __ADB_KEEPORDER__, __ADB_HASKEEP__, __ADB_KEEPNAMES__, __ADB_LABELS__, __ADB_SANAME__, __ADB_WANTED__, __ADB_K__, __ADB_L__, __ADB_T__. Every QI is
     coded as the Python plan codes it: a numeric one by its value, a date by epoch seconds, any other
-    by its rank in value order (NULL last); strict cuts, no hierarchies (categorical="order")."""
+    by its rank in value order (NULL last); strict cuts, no hierarchies (categorical="order").
+    ``person`` (record owners, token __ADB_PERSON__): the cuts partition persons, whose QIs must be
+    constant (the statement stops otherwise), as the Python plan does: one row a person, or a
+    person's distinct values with one row flagged (_adb_own); every source row takes its person's
+    class, the models and the release's own check count persons, and the person key is not
+    published."""
     from types import SimpleNamespace
 
     # the QI records the Mondrian templates read (methods.mondrian keeps its own; every one coded numeric here)
@@ -299,21 +304,25 @@ def _mondrian_statement(with_sa: bool, d: int = MONDRIAN_MAX_QIS) -> str:
     k, l, t = SQL("__ADB_K__"), SQL("__ADB_L__"), SQL("__ADB_T__")
     keys = ["_adb_pid", "_adb_dim", "_adb_side"]
     groups = "_adb_groups" if with_sa else "_adb_split"
+    owned = person and with_sa  # the work rows are persons' values, flagged once a person
     parts = [_T.render("model_k_anonymity.sql.j2", keys=keys, groups=groups, k=k).sql]
     if with_sa:
         parts.append(_T.render("model_l_diversity.sql.j2", keys=keys, groups=groups, cells="_adb_split",
                                variant="distinct", l=l, l_num=1, l_den=1, c_num=1, c_den=1).sql)
         emd = _T.render("emd_equal.sql.j2", keys=keys, qkeys=[], pcols=keys, p_rel="_adb_split", q_rel="_adb_glob",
-                        sizes=groups, exact=None, sa_nulls=True).sql
-        parts.append(_T.render("model_threshold.sql.j2", keys=keys, inner=emd, t_num=_num(t), t_den=SCALE).sql)
+                        sizes="_adb_fgroups" if owned else groups, exact=None, sa_nulls=True).sql
+        plan = _T.render("model_threshold.sql.j2", keys=keys, inner=emd, t_num=_num(t), t_den=SCALE).sql
+        if owned:  # t reads the facts' distribution (Model.judge): the groups by their facts, their persons
+            plan = _T.render("model_persons.sql.j2", inner=plan, keys=keys, groups=groups).sql
+        parts.append(plan)
     kk = ", ".join(keys)
     union = " UNION ALL ".join(f"SELECT {kk}, _adb_ok FROM ({p}) AS v" for p in parts)
     ok = f"SELECT {kk}, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM ({union}) AS u GROUP BY ALL"
-    groups_sql = _T.render("check_groups.sql.j2", keys=keys, cells="_adb_split").sql if with_sa else None
+    groups_sql = _T.render("check_groups.sql.j2", keys=keys, cells="_adb_split", persons=owned).sql if with_sa else None
     min_cut = _Range(f"(2 * greatest({k}, {l if with_sa else 1}))")
     rounds = _T.render("mondrian_recursive.sql.j2", work="_adb_work", ok=ok, groups_sql=groups_sql, try_all_dims=True,
                        from_rows=False, with_qid=False, qis=qis, hq=None, sensitive="_adb_sa" if with_sa else None,
-                       relaxed=False, min_cut=min_cut).sql
+                       relaxed=False, min_cut=min_cut, persons=owned, owners=owned).sql
     q = range(d)
     code = [_kind_case(f"b._adb_q{i}", f"TRY_CAST(CAST(b._adb_q{i} AS VARCHAR) AS DOUBLE)",
                        f"CAST(epoch(TRY_CAST(CAST(b._adb_q{i} AS VARCHAR) AS TIMESTAMP)) AS DOUBLE)",
@@ -328,11 +337,12 @@ def _mondrian_statement(with_sa: bool, d: int = MONDRIAN_MAX_QIS) -> str:
         labels.append(_kind_case(f"any_value(j._adb_q{i})", rng, rng, sets) + f" AS _adb_label{i}")
     sa = ", __ADB_SA__ AS _adb_sa" if with_sa else ""
     lsql = "count(DISTINCT _adb_sa) + max(CASE WHEN _adb_sa IS NULL THEN 1 ELSE 0 END)" if with_sa else "1"
+    size = "count(DISTINCT _adb_p)" if person else "count(*)"
     verify = ""
     if with_sa:
         emd_rel = _T.render("emd_equal.sql.j2", keys=["_adb_cls"], qkeys=[], pcols=["_adb_cls"], p_rel="_adb_rc",
                             q_rel="_adb_glob", sizes=None, exact=None, sa_nulls=True).sql
-        verify = (f", _adb_rc AS (SELECT _adb_vk AS _adb_cls, _adb_sa, count(*) AS _adb_cnt FROM _adb_rel GROUP BY ALL), "
+        verify = (f", _adb_rc AS (SELECT _adb_vk AS _adb_cls, _adb_sa, {size} AS _adb_cnt FROM _adb_rel GROUP BY ALL), "
                   f"_adb_emd AS ({emd_rel}), _adb_rv AS (SELECT coalesce(bool_and(CAST(_adb_num AS HUGEINT) * {SCALE} "
                   f"<= CAST(_adb_den AS HUGEINT) * {_num(t)}), TRUE) AS t_ok FROM _adb_emd)")
     nulls = " + ".join(f"CASE anonydb_kind(any_value(b0._adb_q{i})) WHEN 'other' THEN 0 ELSE "
@@ -340,22 +350,45 @@ def _mondrian_statement(with_sa: bool, d: int = MONDRIAN_MAX_QIS) -> str:
     qcols = ", ".join(f"_adb_q{i}" for i in q)
     l_root = ("WHEN r.d < __ADB_L__ THEN error('anonydb: infeasible: the whole table has ' || r.d || ' distinct "
               "values of the sensitive attribute, fewer than l = __ADB_L__')") if with_sa else ""
+    unit = "persons" if person else "rows"
+    jsel = ("    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b\n"
+            "        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p" if person else
+            "    SELECT a._adb_pid, b.* FROM _adb_b AS b JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid")
+    # the rows the cuts partition: the source's, or (record owners) its persons' distinct values
+    if person:
+        rows_cte = f"""_adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__{sa}__ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error('anonydb: the person column is NULL on ' || count(*) FILTER (WHERE _adb_p IS NULL) || ' rows: a NULL is not a person')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING {' OR '.join(f'count(DISTINCT _adb_q{i}) + max(CASE WHEN _adb_q{i} IS NULL THEN 1 ELSE 0 END) > 1' for i in range(d))})) > 0
+                THEN error('anonydb: a quasi-identifier varies within a person: a person''s records must share their QI values')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*{", CASE WHEN row_number() OVER (PARTITION BY f._adb_p ORDER BY f._adb_sa NULLS LAST) = 1 THEN 1 ELSE 0 END AS _adb_own" if with_sa else ''}
+    FROM (SELECT DISTINCT {', '.join(f'_adb_q{i}' for i in range(d))}{', _adb_sa' if with_sa else ''}, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+)"""
+    else:
+        rows_cte = f"""_adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__{sa}__ADB_KEEP__
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+)"""
     return f"""WITH _adb_names AS (
     SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
     FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
-), _adb_b AS (
-    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__{sa}__ADB_KEEP__
-    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
-), _adb_work AS (
+), {rows_cte}, _adb_work AS (
     SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
-           {', '.join(f'{code[i]} AS _adb_c{i}' for i in q)}{', b._adb_sa' if with_sa else ''}
+           {', '.join(f'{code[i]} AS _adb_c{i}' for i in q)}{', b._adb_sa' if with_sa else ''}{', b._adb_own' if owned else ''}
     FROM _adb_b AS b
 ), _adb_ranges AS (
     SELECT {', '.join(f'max(_adb_c{i}) - min(_adb_c{i}) AS _adb_r{i}' for i in q)} FROM _adb_work
 ), _adb_glob AS (
     SELECT {'_adb_sa, ' if with_sa else ''}count(*) AS _adb_cnt FROM _adb_work{' GROUP BY _adb_sa' if with_sa else ''}
 ), _adb_root AS (
-    SELECT count(*) AS n, {lsql.replace('_adb_sa', 'b0._adb_sa') if with_sa else '1'} AS d, {nulls} AS nulls
+    SELECT {size.replace('_adb_p', 'b0._adb_p')} AS n, {lsql.replace('_adb_sa', 'b0._adb_sa') if with_sa else '1'} AS d, {nulls} AS nulls
     FROM _adb_b AS b0
 ), _adb_check AS (
     SELECT CASE
@@ -364,14 +397,14 @@ def _mondrian_statement(with_sa: bool, d: int = MONDRIAN_MAX_QIS) -> str:
                        || ' in ' || __ADB_SRCTEXT__)
         WHEN r.nulls > 0 THEN error('anonydb: a numeric or date quasi-identifier has ' || r.nulls
                                     || ' NULL values; Mondrian cuts on values, so fill or drop them')
-        WHEN r.n < __ADB_K__ THEN error('anonydb: infeasible: the whole table of ' || r.n || ' rows is smaller than k = __ADB_K__')
+        WHEN r.n < __ADB_K__ THEN error('anonydb: infeasible: the whole table of ' || r.n || ' {unit} is smaller than k = __ADB_K__')
         {l_root}
         ELSE TRUE END AS ok
     FROM _adb_names AS m, _adb_root AS r
 ), _adb_assign AS (
 {rounds}
 ), _adb_j AS (
-    SELECT a._adb_pid, b.* FROM _adb_b AS b JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid
+{jsel}
 ), _adb_box AS (
     SELECT j._adb_pid, {', '.join(labels)} FROM _adb_j AS j GROUP BY j._adb_pid
 ), _adb_cls AS (
@@ -381,7 +414,7 @@ def _mondrian_statement(with_sa: bool, d: int = MONDRIAN_MAX_QIS) -> str:
            dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
     FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
 ), _adb_rk AS (
-    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(*) AS n, {lsql} AS d FROM _adb_rel GROUP BY _adb_vk)
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT {size} AS n, {lsql} AS d FROM _adb_rel GROUP BY _adb_vk)
 ){verify}, _adb_gate AS (
     SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check's own error() is raised first
                 WHEN v.k_worst < __ADB_K__ {"OR v.l_worst < __ADB_L__ OR NOT e.t_ok " if with_sa else ''}
@@ -390,7 +423,7 @@ def _mondrian_statement(with_sa: bool, d: int = MONDRIAN_MAX_QIS) -> str:
                 ELSE TRUE END AS ok
     FROM _adb_check AS c, _adb_rk AS v{', _adb_rv AS e' if with_sa else ''}
 )
-SELECT x.* EXCLUDE (_adb_vk{', _adb_sa), x._adb_sa AS __ADB_SANAME__' if with_sa else ')'}
+SELECT x.* EXCLUDE (_adb_vk{', _adb_p' if person else ''}{', _adb_sa), x._adb_sa AS __ADB_SANAME__' if with_sa else ')'}
 FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()"""
 
 
@@ -402,9 +435,10 @@ def _mondrian_macro() -> str:
     nums = ", ".join(f"'{x}'" for x in _NUMERIC)
     dates = ", ".join(f"'{x}'" for x in _DATES)
 
-    def plans(with_sa: bool) -> str:
+    def plans(with_sa: bool, person: bool = False) -> str:
         return "CASE len(qis) " + " ".join(
-            f"WHEN {d} THEN '" + _mondrian_statement(with_sa, d).replace("'", "''") + "'" for d in range(1, D + 1)) + " END"
+            f"WHEN {d} THEN '" + _mondrian_statement(with_sa, d, person).replace("'", "''") + "'"
+            for d in range(1, D + 1)) + " END"
 
     tokens = [
         ("__ADB_COLS__", "array_to_string(list_transform(range(len(qis)), lambda i: anonydb_col(qis[i + 1]) "
@@ -414,7 +448,8 @@ def _mondrian_macro() -> str:
         ("__ADB_KEEP__", "array_to_string(list_transform(CAST(keep AS VARCHAR[]), lambda c: ', ' || anonydb_col(c) "
                          "|| ' AS ' || anonydb_ident(c)), '')"),
         ("__ADB_WANTED__", "anonydb_texts(CAST(qis AS VARCHAR[]) || CAST(keep AS VARCHAR[]) || "
-                           "CASE WHEN sa IS NULL THEN []::VARCHAR[] ELSE [CAST(sa AS VARCHAR)] END)"),
+                           "CASE WHEN sa IS NULL THEN []::VARCHAR[] ELSE [CAST(sa AS VARCHAR)] END || "
+                           "CASE WHEN person IS NULL THEN []::VARCHAR[] ELSE [CAST(person AS VARCHAR)] END)"),
         ("__ADB_KEEPORDER__", "array_to_string(list_transform(CAST(keep AS VARCHAR[]), lambda c: ', j.' "
                               "|| anonydb_ident(c)), '')"),
         ("__ADB_HASKEEP__", "CASE WHEN len(keep) > 0 THEN 'TRUE' ELSE 'FALSE' END"),
@@ -423,11 +458,13 @@ def _mondrian_macro() -> str:
         ("__ADB_SRC__", "anonydb_ident(tbl)"),
         ("__ADB_SANAME__", "coalesce(anonydb_ident(sa), '')"),
         ("__ADB_SA__", "coalesce(anonydb_col(sa), '')"),
+        ("__ADB_PERSON__", "coalesce(anonydb_col(person), '')"),
         ("__ADB_K__", "CAST(k AS VARCHAR)"),
         ("__ADB_L__", "CAST(coalesce(l, 1) AS VARCHAR)"),
         ("__ADB_T__", "CAST(coalesce(t, 1) AS VARCHAR)"),
     ]
-    body = f"CASE WHEN sa IS NULL THEN {plans(False)} ELSE {plans(True)} END"
+    body = (f"CASE WHEN person IS NULL THEN (CASE WHEN sa IS NULL THEN {plans(False)} ELSE {plans(True)} END) "
+            f"ELSE (CASE WHEN sa IS NULL THEN {plans(False, True)} ELSE {plans(True, True)} END) END")
     for token, value in tokens:
         body = f"replace({body}, '{token}', {value})"
     head = f"""-- the kind of a value's SQL type, as Mondrian codes it: 'numeric' (its value), 'date' (epoch
@@ -442,7 +479,8 @@ CREATE OR REPLACE MACRO anonydb_kind(x) AS
 -- t-closeness with equal EMD); the QIs generalized to each class's range ([lo, hi]) or value set
 -- ({{a, b}}), eq_class, the sensitive and `keep` columns unchanged, nothing else, in random order;
 -- checked again on the release (error() otherwise). At most {D} QIs; categorical values are cut in
--- value order (no hierarchies). Example:
+-- value order (no hierarchies). person := 'col': every model counts persons, all of a person's rows
+-- take one class (the QIs must be constant per person), and the column is not published. Example:
 --   CREATE TABLE rel AS FROM anonydb_mondrian('adult', ['age', 'sex', 'race'], 'occupation', k := 10, l := 3, t := 0.2);
 """
     guards = [
@@ -455,7 +493,11 @@ CREATE OR REPLACE MACRO anonydb_kind(x) AS
          "'anonydb: t must lie in [0, 1] (EMD with a normalized ground distance), got ' || CAST(t AS VARCHAR)"),
         ("list_contains(qis, sa)", "'anonydb: the sensitive attribute ' || sa || ' is also a quasi-identifier'"),
         ("len(list_distinct(qis)) < len(qis)", "'anonydb: a quasi-identifier is listed twice'"),
+        ("list_contains(qis, person)", "'anonydb: the person column ' || person || ' is also a quasi-identifier'"),
+        ("person = sa", "'anonydb: the person column ' || person || ' is also the sensitive attribute'"),
+        ("list_contains(CAST(keep AS VARCHAR[]), person)",
+         "'anonydb: the person column ' || person || ' is never published: drop it from keep'"),
     ]
     when = "\n".join(f"    WHEN {c} THEN 'SELECT error(' || anonydb_text({m}) || ') AS eq_class'" for c, m in guards)
     return (head + "CREATE OR REPLACE MACRO anonydb_mondrian(tbl, qis, sa := NULL, k := 1, l := NULL, t := NULL, "
-            f"keep := []) AS TABLE\nFROM query(CASE\n{when}\n    ELSE {body}\n    END);\n")
+            f"keep := [], person := NULL) AS TABLE\nFROM query(CASE\n{when}\n    ELSE {body}\n    END);\n")

@@ -1114,9 +1114,10 @@ CREATE OR REPLACE MACRO anonydb_kind(x) AS
 -- t-closeness with equal EMD); the QIs generalized to each class's range ([lo, hi]) or value set
 -- ({a, b}), eq_class, the sensitive and `keep` columns unchanged, nothing else, in random order;
 -- checked again on the release (error() otherwise). At most 10 QIs; categorical values are cut in
--- value order (no hierarchies). Example:
+-- value order (no hierarchies). person := 'col': every model counts persons, all of a person's rows
+-- take one class (the QIs must be constant per person), and the column is not published. Example:
 --   CREATE TABLE rel AS FROM anonydb_mondrian('adult', ['age', 'sex', 'race'], 'occupation', k := 10, l := 3, t := 0.2);
-CREATE OR REPLACE MACRO anonydb_mondrian(tbl, qis, sa := NULL, k := 1, l := NULL, t := NULL, keep := []) AS TABLE
+CREATE OR REPLACE MACRO anonydb_mondrian(tbl, qis, sa := NULL, k := 1, l := NULL, t := NULL, keep := [], person := NULL) AS TABLE
 FROM query(CASE
     WHEN len(qis) = 0 THEN 'SELECT error(' || anonydb_text('anonydb: give at least one quasi-identifier') || ') AS eq_class'
     WHEN len(qis) > 10 THEN 'SELECT error(' || anonydb_text('anonydb: anonydb_mondrian takes at most 10 quasi-identifiers, got ' || len(qis)) || ') AS eq_class'
@@ -1126,7 +1127,10 @@ FROM query(CASE
     WHEN t IS NOT NULL AND (t < 0 OR t > 1) THEN 'SELECT error(' || anonydb_text('anonydb: t must lie in [0, 1] (EMD with a normalized ground distance), got ' || CAST(t AS VARCHAR)) || ') AS eq_class'
     WHEN list_contains(qis, sa) THEN 'SELECT error(' || anonydb_text('anonydb: the sensitive attribute ' || sa || ' is also a quasi-identifier') || ') AS eq_class'
     WHEN len(list_distinct(qis)) < len(qis) THEN 'SELECT error(' || anonydb_text('anonydb: a quasi-identifier is listed twice') || ') AS eq_class'
-    ELSE replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(CASE WHEN sa IS NULL THEN CASE len(qis) WHEN 1 THEN 'WITH _adb_names AS (
+    WHEN list_contains(qis, person) THEN 'SELECT error(' || anonydb_text('anonydb: the person column ' || person || ' is also a quasi-identifier') || ') AS eq_class'
+    WHEN person = sa THEN 'SELECT error(' || anonydb_text('anonydb: the person column ' || person || ' is also the sensitive attribute') || ') AS eq_class'
+    WHEN list_contains(CAST(keep AS VARCHAR[]), person) THEN 'SELECT error(' || anonydb_text('anonydb: the person column ' || person || ' is never published: drop it from keep') || ') AS eq_class'
+    ELSE replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(CASE WHEN person IS NULL THEN (CASE WHEN sa IS NULL THEN CASE len(qis) WHEN 1 THEN 'WITH _adb_names AS (
     SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
     FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
 ), _adb_b AS (
@@ -5326,5 +5330,4495 @@ GROUP BY p."_adb_cls", p._adb_n), _adb_rv AS (SELECT coalesce(bool_and(CAST(_adb
     FROM _adb_check AS c, _adb_rk AS v, _adb_rv AS e
 )
 SELECT x.* EXCLUDE (_adb_vk, _adb_sa), x._adb_sa AS __ADB_SANAME__
-FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' END END, '__ADB_COLS__', array_to_string(list_transform(range(len(qis)), lambda i: anonydb_col(qis[i + 1]) || ' AS _adb_q' || i), ', ')), '__ADB_LABELS__', array_to_string(list_transform(range(len(qis)), lambda i: 'c._adb_label' || i || ' AS ' || anonydb_ident(qis[i + 1])), ', ')), '__ADB_KEEP__', array_to_string(list_transform(CAST(keep AS VARCHAR[]), lambda c: ', ' || anonydb_col(c) || ' AS ' || anonydb_ident(c)), '')), '__ADB_WANTED__', anonydb_texts(CAST(qis AS VARCHAR[]) || CAST(keep AS VARCHAR[]) || CASE WHEN sa IS NULL THEN []::VARCHAR[] ELSE [CAST(sa AS VARCHAR)] END)), '__ADB_KEEPORDER__', array_to_string(list_transform(CAST(keep AS VARCHAR[]), lambda c: ', j.' || anonydb_ident(c)), '')), '__ADB_HASKEEP__', CASE WHEN len(keep) > 0 THEN 'TRUE' ELSE 'FALSE' END), '__ADB_KEEPNAMES__', anonydb_text(array_to_string(CAST(keep AS VARCHAR[]), ', '))), '__ADB_SRCTEXT__', anonydb_text(tbl)), '__ADB_SRC__', anonydb_ident(tbl)), '__ADB_SANAME__', coalesce(anonydb_ident(sa), '')), '__ADB_SA__', coalesce(anonydb_col(sa), '')), '__ADB_K__', CAST(k AS VARCHAR)), '__ADB_L__', CAST(coalesce(l, 1) AS VARCHAR)), '__ADB_T__', CAST(coalesce(t, 1) AS VARCHAR))
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' END END) ELSE (CASE WHEN sa IS NULL THEN CASE len(qis) WHEN 1 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS____ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*
+    FROM (SELECT DISTINCT _adb_q0, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0 FROM _adb_work
+), _adb_glob AS (
+    SELECT count(*) AS _adb_cnt FROM _adb_work
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, 1 AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, count(*) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) END AS _adb_v, count(*) AS _adb_cnt
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, _adb_cnt FROM "_adb_hist"
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, x._adb_cnt AS _adb_n, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, sum(_adb_cnt) AS _adb_cnt
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_split") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, 1 AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p)
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 2 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS____ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1 FROM _adb_work
+), _adb_glob AS (
+    SELECT count(*) AS _adb_cnt FROM _adb_work
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, 1 AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, count(*) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) END AS _adb_v, count(*) AS _adb_cnt
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, _adb_cnt FROM "_adb_hist"
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, x._adb_cnt AS _adb_n, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, sum(_adb_cnt) AS _adb_cnt
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_split") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, 1 AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p)
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 3 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS____ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2 FROM _adb_work
+), _adb_glob AS (
+    SELECT count(*) AS _adb_cnt FROM _adb_work
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, 1 AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, count(*) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) END AS _adb_v, count(*) AS _adb_cnt
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, _adb_cnt FROM "_adb_hist"
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, x._adb_cnt AS _adb_n, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, sum(_adb_cnt) AS _adb_cnt
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_split") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, 1 AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p)
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 4 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS____ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3 FROM _adb_work
+), _adb_glob AS (
+    SELECT count(*) AS _adb_cnt FROM _adb_work
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, 1 AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, count(*) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) END AS _adb_v, count(*) AS _adb_cnt
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, _adb_cnt FROM "_adb_hist"
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, x._adb_cnt AS _adb_n, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, sum(_adb_cnt) AS _adb_cnt
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_split") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, 1 AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p)
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 5 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS____ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q4) + max(CASE WHEN _adb_q4 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3, CASE anonydb_kind(b._adb_q4) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q4 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c4
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3, max(_adb_c4) - min(_adb_c4) AS _adb_r4 FROM _adb_work
+), _adb_glob AS (
+    SELECT count(*) AS _adb_cnt FROM _adb_work
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, 1 AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q4)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q4 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, count(*) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3, CAST(min(_adb_c4) AS DOUBLE) AS _lo4, CAST(max(_adb_c4) AS DOUBLE) AS _hi4
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+         , CAST(NULL AS INTEGER) AS _lcad4,
+(p._hi4 - p._lo4) / (SELECT _adb_r4 FROM _adb_ranges) AS _span4
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 4 AS _adb_dim, _hi4 AS _adb_hi, _lcad4 AS _adb_lcad, _span4 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span4 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span4 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) END AS _adb_v, count(*) AS _adb_cnt
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, _adb_cnt FROM "_adb_hist"
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, x._adb_cnt AS _adb_n, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, sum(_adb_cnt) AS _adb_cnt
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_split") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3, CASE anonydb_kind(any_value(j._adb_q4)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label4 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3, _adb_label4) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, 1 AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p)
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 6 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS____ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q4) + max(CASE WHEN _adb_q4 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q5) + max(CASE WHEN _adb_q5 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3, CASE anonydb_kind(b._adb_q4) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q4 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c4, CASE anonydb_kind(b._adb_q5) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q5 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c5
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3, max(_adb_c4) - min(_adb_c4) AS _adb_r4, max(_adb_c5) - min(_adb_c5) AS _adb_r5 FROM _adb_work
+), _adb_glob AS (
+    SELECT count(*) AS _adb_cnt FROM _adb_work
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, 1 AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q4)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q4 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q5)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q5 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, count(*) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3, CAST(min(_adb_c4) AS DOUBLE) AS _lo4, CAST(max(_adb_c4) AS DOUBLE) AS _hi4, CAST(min(_adb_c5) AS DOUBLE) AS _lo5, CAST(max(_adb_c5) AS DOUBLE) AS _hi5
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+         , CAST(NULL AS INTEGER) AS _lcad4,
+(p._hi4 - p._lo4) / (SELECT _adb_r4 FROM _adb_ranges) AS _span4
+         , CAST(NULL AS INTEGER) AS _lcad5,
+(p._hi5 - p._lo5) / (SELECT _adb_r5 FROM _adb_ranges) AS _span5
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 4 AS _adb_dim, _hi4 AS _adb_hi, _lcad4 AS _adb_lcad, _span4 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span4 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span4 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 5 AS _adb_dim, _hi5 AS _adb_hi, _lcad5 AS _adb_lcad, _span5 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span5 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span5 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) END AS _adb_v, count(*) AS _adb_cnt
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, _adb_cnt FROM "_adb_hist"
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, x._adb_cnt AS _adb_n, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, sum(_adb_cnt) AS _adb_cnt
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_split") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3, CASE anonydb_kind(any_value(j._adb_q4)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label4, CASE anonydb_kind(any_value(j._adb_q5)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label5 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3, _adb_label4, _adb_label5) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, 1 AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p)
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 7 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS____ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q4) + max(CASE WHEN _adb_q4 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q5) + max(CASE WHEN _adb_q5 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q6) + max(CASE WHEN _adb_q6 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3, CASE anonydb_kind(b._adb_q4) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q4 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c4, CASE anonydb_kind(b._adb_q5) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q5 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c5, CASE anonydb_kind(b._adb_q6) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q6 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c6
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3, max(_adb_c4) - min(_adb_c4) AS _adb_r4, max(_adb_c5) - min(_adb_c5) AS _adb_r5, max(_adb_c6) - min(_adb_c6) AS _adb_r6 FROM _adb_work
+), _adb_glob AS (
+    SELECT count(*) AS _adb_cnt FROM _adb_work
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, 1 AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q4)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q4 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q5)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q5 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q6)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q6 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, count(*) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3, CAST(min(_adb_c4) AS DOUBLE) AS _lo4, CAST(max(_adb_c4) AS DOUBLE) AS _hi4, CAST(min(_adb_c5) AS DOUBLE) AS _lo5, CAST(max(_adb_c5) AS DOUBLE) AS _hi5, CAST(min(_adb_c6) AS DOUBLE) AS _lo6, CAST(max(_adb_c6) AS DOUBLE) AS _hi6
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+         , CAST(NULL AS INTEGER) AS _lcad4,
+(p._hi4 - p._lo4) / (SELECT _adb_r4 FROM _adb_ranges) AS _span4
+         , CAST(NULL AS INTEGER) AS _lcad5,
+(p._hi5 - p._lo5) / (SELECT _adb_r5 FROM _adb_ranges) AS _span5
+         , CAST(NULL AS INTEGER) AS _lcad6,
+(p._hi6 - p._lo6) / (SELECT _adb_r6 FROM _adb_ranges) AS _span6
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 4 AS _adb_dim, _hi4 AS _adb_hi, _lcad4 AS _adb_lcad, _span4 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span4 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span4 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 5 AS _adb_dim, _hi5 AS _adb_hi, _lcad5 AS _adb_lcad, _span5 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span5 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span5 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 6 AS _adb_dim, _hi6 AS _adb_hi, _lcad6 AS _adb_lcad, _span6 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span6 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span6 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) END AS _adb_v, count(*) AS _adb_cnt
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, _adb_cnt FROM "_adb_hist"
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, x._adb_cnt AS _adb_n, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, sum(_adb_cnt) AS _adb_cnt
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_split") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3, CASE anonydb_kind(any_value(j._adb_q4)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label4, CASE anonydb_kind(any_value(j._adb_q5)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label5, CASE anonydb_kind(any_value(j._adb_q6)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label6 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3, _adb_label4, _adb_label5, _adb_label6) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, 1 AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p)
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 8 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS____ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q4) + max(CASE WHEN _adb_q4 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q5) + max(CASE WHEN _adb_q5 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q6) + max(CASE WHEN _adb_q6 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q7) + max(CASE WHEN _adb_q7 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_q7, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3, CASE anonydb_kind(b._adb_q4) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q4 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c4, CASE anonydb_kind(b._adb_q5) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q5 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c5, CASE anonydb_kind(b._adb_q6) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q6 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c6, CASE anonydb_kind(b._adb_q7) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q7 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q7 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q7 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c7
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3, max(_adb_c4) - min(_adb_c4) AS _adb_r4, max(_adb_c5) - min(_adb_c5) AS _adb_r5, max(_adb_c6) - min(_adb_c6) AS _adb_r6, max(_adb_c7) - min(_adb_c7) AS _adb_r7 FROM _adb_work
+), _adb_glob AS (
+    SELECT count(*) AS _adb_cnt FROM _adb_work
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, 1 AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q4)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q4 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q5)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q5 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q6)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q6 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q7)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q7 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, count(*) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3, CAST(min(_adb_c4) AS DOUBLE) AS _lo4, CAST(max(_adb_c4) AS DOUBLE) AS _hi4, CAST(min(_adb_c5) AS DOUBLE) AS _lo5, CAST(max(_adb_c5) AS DOUBLE) AS _hi5, CAST(min(_adb_c6) AS DOUBLE) AS _lo6, CAST(max(_adb_c6) AS DOUBLE) AS _hi6, CAST(min(_adb_c7) AS DOUBLE) AS _lo7, CAST(max(_adb_c7) AS DOUBLE) AS _hi7
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+         , CAST(NULL AS INTEGER) AS _lcad4,
+(p._hi4 - p._lo4) / (SELECT _adb_r4 FROM _adb_ranges) AS _span4
+         , CAST(NULL AS INTEGER) AS _lcad5,
+(p._hi5 - p._lo5) / (SELECT _adb_r5 FROM _adb_ranges) AS _span5
+         , CAST(NULL AS INTEGER) AS _lcad6,
+(p._hi6 - p._lo6) / (SELECT _adb_r6 FROM _adb_ranges) AS _span6
+         , CAST(NULL AS INTEGER) AS _lcad7,
+(p._hi7 - p._lo7) / (SELECT _adb_r7 FROM _adb_ranges) AS _span7
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 4 AS _adb_dim, _hi4 AS _adb_hi, _lcad4 AS _adb_lcad, _span4 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span4 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span4 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 5 AS _adb_dim, _hi5 AS _adb_hi, _lcad5 AS _adb_lcad, _span5 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span5 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span5 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span5 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 6 AS _adb_dim, _hi6 AS _adb_hi, _lcad6 AS _adb_lcad, _span6 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span6 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span6 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 7 AS _adb_dim, _hi7 AS _adb_hi, _lcad7 AS _adb_lcad, _span7 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span6 >= _span7 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span7 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) END AS _adb_v, count(*) AS _adb_cnt
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, _adb_cnt FROM "_adb_hist"
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, x._adb_cnt AS _adb_n, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, sum(_adb_cnt) AS _adb_cnt
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_split") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3, CASE anonydb_kind(any_value(j._adb_q4)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label4, CASE anonydb_kind(any_value(j._adb_q5)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label5, CASE anonydb_kind(any_value(j._adb_q6)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label6, CASE anonydb_kind(any_value(j._adb_q7)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q7) = max(j._adb_q7) THEN CAST(min(j._adb_q7) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q7) AS VARCHAR) || '', '' || CAST(max(j._adb_q7) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q7) = max(j._adb_q7) THEN CAST(min(j._adb_q7) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q7) AS VARCHAR) || '', '' || CAST(max(j._adb_q7) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label7 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3, _adb_label4, _adb_label5, _adb_label6, _adb_label7) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_q7),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, 1 AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p)
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 9 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS____ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q4) + max(CASE WHEN _adb_q4 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q5) + max(CASE WHEN _adb_q5 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q6) + max(CASE WHEN _adb_q6 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q7) + max(CASE WHEN _adb_q7 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q8) + max(CASE WHEN _adb_q8 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_q7, _adb_q8, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3, CASE anonydb_kind(b._adb_q4) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q4 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c4, CASE anonydb_kind(b._adb_q5) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q5 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c5, CASE anonydb_kind(b._adb_q6) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q6 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c6, CASE anonydb_kind(b._adb_q7) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q7 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q7 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q7 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c7, CASE anonydb_kind(b._adb_q8) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q8 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q8 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q8 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c8
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3, max(_adb_c4) - min(_adb_c4) AS _adb_r4, max(_adb_c5) - min(_adb_c5) AS _adb_r5, max(_adb_c6) - min(_adb_c6) AS _adb_r6, max(_adb_c7) - min(_adb_c7) AS _adb_r7, max(_adb_c8) - min(_adb_c8) AS _adb_r8 FROM _adb_work
+), _adb_glob AS (
+    SELECT count(*) AS _adb_cnt FROM _adb_work
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, 1 AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q4)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q4 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q5)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q5 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q6)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q6 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q7)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q7 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q8)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q8 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, count(*) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3, CAST(min(_adb_c4) AS DOUBLE) AS _lo4, CAST(max(_adb_c4) AS DOUBLE) AS _hi4, CAST(min(_adb_c5) AS DOUBLE) AS _lo5, CAST(max(_adb_c5) AS DOUBLE) AS _hi5, CAST(min(_adb_c6) AS DOUBLE) AS _lo6, CAST(max(_adb_c6) AS DOUBLE) AS _hi6, CAST(min(_adb_c7) AS DOUBLE) AS _lo7, CAST(max(_adb_c7) AS DOUBLE) AS _hi7, CAST(min(_adb_c8) AS DOUBLE) AS _lo8, CAST(max(_adb_c8) AS DOUBLE) AS _hi8
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+         , CAST(NULL AS INTEGER) AS _lcad4,
+(p._hi4 - p._lo4) / (SELECT _adb_r4 FROM _adb_ranges) AS _span4
+         , CAST(NULL AS INTEGER) AS _lcad5,
+(p._hi5 - p._lo5) / (SELECT _adb_r5 FROM _adb_ranges) AS _span5
+         , CAST(NULL AS INTEGER) AS _lcad6,
+(p._hi6 - p._lo6) / (SELECT _adb_r6 FROM _adb_ranges) AS _span6
+         , CAST(NULL AS INTEGER) AS _lcad7,
+(p._hi7 - p._lo7) / (SELECT _adb_r7 FROM _adb_ranges) AS _span7
+         , CAST(NULL AS INTEGER) AS _lcad8,
+(p._hi8 - p._lo8) / (SELECT _adb_r8 FROM _adb_ranges) AS _span8
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 4 AS _adb_dim, _hi4 AS _adb_hi, _lcad4 AS _adb_lcad, _span4 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span4 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span4 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 5 AS _adb_dim, _hi5 AS _adb_hi, _lcad5 AS _adb_lcad, _span5 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span5 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span5 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span5 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span5 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 6 AS _adb_dim, _hi6 AS _adb_hi, _lcad6 AS _adb_lcad, _span6 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span6 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span6 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span6 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 7 AS _adb_dim, _hi7 AS _adb_hi, _lcad7 AS _adb_lcad, _span7 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span6 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span7 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span7 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 8 AS _adb_dim, _hi8 AS _adb_hi, _lcad8 AS _adb_lcad, _span8 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span6 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span7 >= _span8 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span8 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) WHEN 8 THEN CAST(w._adb_c8 AS DOUBLE) END AS _adb_v, count(*) AS _adb_cnt
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, _adb_cnt FROM "_adb_hist"
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, x._adb_cnt AS _adb_n, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, sum(_adb_cnt) AS _adb_cnt
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_split") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_c8
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_c8, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) WHEN 8 THEN CAST(w._adb_c8 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3, CASE anonydb_kind(any_value(j._adb_q4)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label4, CASE anonydb_kind(any_value(j._adb_q5)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label5, CASE anonydb_kind(any_value(j._adb_q6)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label6, CASE anonydb_kind(any_value(j._adb_q7)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q7) = max(j._adb_q7) THEN CAST(min(j._adb_q7) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q7) AS VARCHAR) || '', '' || CAST(max(j._adb_q7) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q7) = max(j._adb_q7) THEN CAST(min(j._adb_q7) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q7) AS VARCHAR) || '', '' || CAST(max(j._adb_q7) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label7, CASE anonydb_kind(any_value(j._adb_q8)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q8) = max(j._adb_q8) THEN CAST(min(j._adb_q8) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q8) AS VARCHAR) || '', '' || CAST(max(j._adb_q8) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q8) = max(j._adb_q8) THEN CAST(min(j._adb_q8) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q8) AS VARCHAR) || '', '' || CAST(max(j._adb_q8) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q8 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q8 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q8 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label8 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3, _adb_label4, _adb_label5, _adb_label6, _adb_label7, _adb_label8) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_q7, _adb_q8),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, 1 AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p)
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 10 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS____ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q4) + max(CASE WHEN _adb_q4 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q5) + max(CASE WHEN _adb_q5 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q6) + max(CASE WHEN _adb_q6 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q7) + max(CASE WHEN _adb_q7 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q8) + max(CASE WHEN _adb_q8 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q9) + max(CASE WHEN _adb_q9 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_q7, _adb_q8, _adb_q9, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3, CASE anonydb_kind(b._adb_q4) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q4 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c4, CASE anonydb_kind(b._adb_q5) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q5 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c5, CASE anonydb_kind(b._adb_q6) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q6 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c6, CASE anonydb_kind(b._adb_q7) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q7 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q7 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q7 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c7, CASE anonydb_kind(b._adb_q8) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q8 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q8 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q8 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c8, CASE anonydb_kind(b._adb_q9) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q9 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q9 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q9 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c9
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3, max(_adb_c4) - min(_adb_c4) AS _adb_r4, max(_adb_c5) - min(_adb_c5) AS _adb_r5, max(_adb_c6) - min(_adb_c6) AS _adb_r6, max(_adb_c7) - min(_adb_c7) AS _adb_r7, max(_adb_c8) - min(_adb_c8) AS _adb_r8, max(_adb_c9) - min(_adb_c9) AS _adb_r9 FROM _adb_work
+), _adb_glob AS (
+    SELECT count(*) AS _adb_cnt FROM _adb_work
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, 1 AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q4)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q4 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q5)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q5 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q6)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q6 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q7)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q7 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q8)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q8 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q9)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q9 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, count(*) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3, CAST(min(_adb_c4) AS DOUBLE) AS _lo4, CAST(max(_adb_c4) AS DOUBLE) AS _hi4, CAST(min(_adb_c5) AS DOUBLE) AS _lo5, CAST(max(_adb_c5) AS DOUBLE) AS _hi5, CAST(min(_adb_c6) AS DOUBLE) AS _lo6, CAST(max(_adb_c6) AS DOUBLE) AS _hi6, CAST(min(_adb_c7) AS DOUBLE) AS _lo7, CAST(max(_adb_c7) AS DOUBLE) AS _hi7, CAST(min(_adb_c8) AS DOUBLE) AS _lo8, CAST(max(_adb_c8) AS DOUBLE) AS _hi8, CAST(min(_adb_c9) AS DOUBLE) AS _lo9, CAST(max(_adb_c9) AS DOUBLE) AS _hi9
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+         , CAST(NULL AS INTEGER) AS _lcad4,
+(p._hi4 - p._lo4) / (SELECT _adb_r4 FROM _adb_ranges) AS _span4
+         , CAST(NULL AS INTEGER) AS _lcad5,
+(p._hi5 - p._lo5) / (SELECT _adb_r5 FROM _adb_ranges) AS _span5
+         , CAST(NULL AS INTEGER) AS _lcad6,
+(p._hi6 - p._lo6) / (SELECT _adb_r6 FROM _adb_ranges) AS _span6
+         , CAST(NULL AS INTEGER) AS _lcad7,
+(p._hi7 - p._lo7) / (SELECT _adb_r7 FROM _adb_ranges) AS _span7
+         , CAST(NULL AS INTEGER) AS _lcad8,
+(p._hi8 - p._lo8) / (SELECT _adb_r8 FROM _adb_ranges) AS _span8
+         , CAST(NULL AS INTEGER) AS _lcad9,
+(p._hi9 - p._lo9) / (SELECT _adb_r9 FROM _adb_ranges) AS _span9
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 4 AS _adb_dim, _hi4 AS _adb_hi, _lcad4 AS _adb_lcad, _span4 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span4 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span4 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 5 AS _adb_dim, _hi5 AS _adb_hi, _lcad5 AS _adb_lcad, _span5 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span5 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span5 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span5 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span5 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span5 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 6 AS _adb_dim, _hi6 AS _adb_hi, _lcad6 AS _adb_lcad, _span6 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span6 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span6 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span6 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span6 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 7 AS _adb_dim, _hi7 AS _adb_hi, _lcad7 AS _adb_lcad, _span7 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span6 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span7 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span7 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span7 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 8 AS _adb_dim, _hi8 AS _adb_hi, _lcad8 AS _adb_lcad, _span8 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span6 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span7 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span8 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span8 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+UNION ALL
+SELECT _adb_pid, _adb_n, 9 AS _adb_dim, _hi9 AS _adb_hi, _lcad9 AS _adb_lcad, _span9 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span6 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span7 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span8 >= _span9 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span9 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, 1))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) WHEN 8 THEN CAST(w._adb_c8 AS DOUBLE) WHEN 9 THEN CAST(w._adb_c9 AS DOUBLE) END AS _adb_v, count(*) AS _adb_cnt
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, _adb_cnt FROM "_adb_hist"
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, x._adb_cnt AS _adb_n, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, sum(_adb_cnt) AS _adb_cnt
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_split") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_c8, r._adb_c9
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_c8, w._adb_c9, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) WHEN 8 THEN CAST(w._adb_c8 AS DOUBLE) WHEN 9 THEN CAST(w._adb_c9 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3, CASE anonydb_kind(any_value(j._adb_q4)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label4, CASE anonydb_kind(any_value(j._adb_q5)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label5, CASE anonydb_kind(any_value(j._adb_q6)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label6, CASE anonydb_kind(any_value(j._adb_q7)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q7) = max(j._adb_q7) THEN CAST(min(j._adb_q7) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q7) AS VARCHAR) || '', '' || CAST(max(j._adb_q7) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q7) = max(j._adb_q7) THEN CAST(min(j._adb_q7) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q7) AS VARCHAR) || '', '' || CAST(max(j._adb_q7) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label7, CASE anonydb_kind(any_value(j._adb_q8)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q8) = max(j._adb_q8) THEN CAST(min(j._adb_q8) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q8) AS VARCHAR) || '', '' || CAST(max(j._adb_q8) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q8) = max(j._adb_q8) THEN CAST(min(j._adb_q8) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q8) AS VARCHAR) || '', '' || CAST(max(j._adb_q8) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q8 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q8 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q8 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label8, CASE anonydb_kind(any_value(j._adb_q9)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q9) = max(j._adb_q9) THEN CAST(min(j._adb_q9) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q9) AS VARCHAR) || '', '' || CAST(max(j._adb_q9) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q9) = max(j._adb_q9) THEN CAST(min(j._adb_q9) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q9) AS VARCHAR) || '', '' || CAST(max(j._adb_q9) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q9 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q9 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q9 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label9 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3, _adb_label4, _adb_label5, _adb_label6, _adb_label7, _adb_label8, _adb_label9) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_q7, _adb_q8, _adb_q9),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, 1 AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p)
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' END ELSE CASE len(qis) WHEN 1 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__, __ADB_SA__ AS _adb_sa__ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*, CASE WHEN row_number() OVER (PARTITION BY f._adb_p ORDER BY f._adb_sa NULLS LAST) = 1 THEN 1 ELSE 0 END AS _adb_own
+    FROM (SELECT DISTINCT _adb_q0, _adb_sa, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, b._adb_sa, b._adb_own
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0 FROM _adb_work
+), _adb_glob AS (
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_work GROUP BY _adb_sa
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, count(DISTINCT b0._adb_sa) + max(CASE WHEN b0._adb_sa IS NULL THEN 1 ELSE 0 END) AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        WHEN r.d < __ADB_L__ THEN error(''anonydb: infeasible: the whole table has '' || r.d || '' distinct values of the sensitive attribute, fewer than l = __ADB_L__'')
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, CAST(sum(_adb_own) AS BIGINT) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) END AS _adb_v, w._adb_sa, count(*) AS _adb_cnt, CAST(sum(w._adb_own) AS BIGINT) AS _adb_own
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, sum(_adb_own) AS _adb_cnt FROM "_adb_hist" GROUP BY _adb_pid, _adb_dim, _adb_v
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_sa, h._adb_cnt, h._adb_own, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, _adb_sa, sum(_adb_cnt) AS _adb_cnt, sum(_adb_own) AS _adb_own
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_groups AS (
+SELECT "_adb_pid", "_adb_dim", "_adb_side",
+       sum(_adb_own) AS _adb_n, sum(_adb_cnt) AS _adb_m,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_split"
+GROUP BY "_adb_pid", "_adb_dim", "_adb_side"
+    ), _adb_fgroups AS (          SELECT _adb_pid, _adb_dim, _adb_side, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_d AS _adb_num, 1 AS _adb_den, _adb_d >= __ADB_L__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT v."_adb_pid", v."_adb_dim", v."_adb_side", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
+SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_num, _adb_den,
+       CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
+FROM (
+WITH p AS (
+    SELECT r."_adb_pid", r."_adb_dim", r."_adb_side", r._adb_sa, r._adb_cnt, s._adb_n
+    FROM "_adb_split" AS r JOIN "_adb_fgroups" AS s ON r."_adb_pid" IS NOT DISTINCT FROM s."_adb_pid" AND r."_adb_dim" IS NOT DISTINCT FROM s."_adb_dim" AND r."_adb_side" IS NOT DISTINCT FROM s."_adb_side"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n
+) AS d
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_pid" IS NOT DISTINCT FROM g."_adb_pid" AND v."_adb_dim" IS NOT DISTINCT FROM g."_adb_dim" AND v."_adb_side" IS NOT DISTINCT FROM g."_adb_side") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_sa, r._adb_own
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_sa, w._adb_own, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, count(DISTINCT _adb_sa) + max(CASE WHEN _adb_sa IS NULL THEN 1 ELSE 0 END) AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_rc AS (SELECT _adb_vk AS _adb_cls, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_rel GROUP BY ALL), _adb_emd AS (WITH p AS (
+    SELECT "_adb_cls", _adb_sa, _adb_cnt, sum(_adb_cnt) OVER (PARTITION BY "_adb_cls") AS _adb_n
+    FROM "_adb_rc"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_cls", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_cls", p._adb_n), _adb_rv AS (SELECT coalesce(bool_and(CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT)), TRUE) AS t_ok FROM _adb_emd), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ OR v.l_worst < __ADB_L__ OR NOT e.t_ok 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v, _adb_rv AS e
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p, _adb_sa), x._adb_sa AS __ADB_SANAME__
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 2 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__, __ADB_SA__ AS _adb_sa__ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*, CASE WHEN row_number() OVER (PARTITION BY f._adb_p ORDER BY f._adb_sa NULLS LAST) = 1 THEN 1 ELSE 0 END AS _adb_own
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_sa, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, b._adb_sa, b._adb_own
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1 FROM _adb_work
+), _adb_glob AS (
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_work GROUP BY _adb_sa
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, count(DISTINCT b0._adb_sa) + max(CASE WHEN b0._adb_sa IS NULL THEN 1 ELSE 0 END) AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        WHEN r.d < __ADB_L__ THEN error(''anonydb: infeasible: the whole table has '' || r.d || '' distinct values of the sensitive attribute, fewer than l = __ADB_L__'')
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, CAST(sum(_adb_own) AS BIGINT) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) END AS _adb_v, w._adb_sa, count(*) AS _adb_cnt, CAST(sum(w._adb_own) AS BIGINT) AS _adb_own
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, sum(_adb_own) AS _adb_cnt FROM "_adb_hist" GROUP BY _adb_pid, _adb_dim, _adb_v
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_sa, h._adb_cnt, h._adb_own, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, _adb_sa, sum(_adb_cnt) AS _adb_cnt, sum(_adb_own) AS _adb_own
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_groups AS (
+SELECT "_adb_pid", "_adb_dim", "_adb_side",
+       sum(_adb_own) AS _adb_n, sum(_adb_cnt) AS _adb_m,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_split"
+GROUP BY "_adb_pid", "_adb_dim", "_adb_side"
+    ), _adb_fgroups AS (          SELECT _adb_pid, _adb_dim, _adb_side, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_d AS _adb_num, 1 AS _adb_den, _adb_d >= __ADB_L__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT v."_adb_pid", v."_adb_dim", v."_adb_side", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
+SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_num, _adb_den,
+       CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
+FROM (
+WITH p AS (
+    SELECT r."_adb_pid", r."_adb_dim", r."_adb_side", r._adb_sa, r._adb_cnt, s._adb_n
+    FROM "_adb_split" AS r JOIN "_adb_fgroups" AS s ON r."_adb_pid" IS NOT DISTINCT FROM s."_adb_pid" AND r."_adb_dim" IS NOT DISTINCT FROM s."_adb_dim" AND r."_adb_side" IS NOT DISTINCT FROM s."_adb_side"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n
+) AS d
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_pid" IS NOT DISTINCT FROM g."_adb_pid" AND v."_adb_dim" IS NOT DISTINCT FROM g."_adb_dim" AND v."_adb_side" IS NOT DISTINCT FROM g."_adb_side") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_sa, r._adb_own
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_sa, w._adb_own, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, count(DISTINCT _adb_sa) + max(CASE WHEN _adb_sa IS NULL THEN 1 ELSE 0 END) AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_rc AS (SELECT _adb_vk AS _adb_cls, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_rel GROUP BY ALL), _adb_emd AS (WITH p AS (
+    SELECT "_adb_cls", _adb_sa, _adb_cnt, sum(_adb_cnt) OVER (PARTITION BY "_adb_cls") AS _adb_n
+    FROM "_adb_rc"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_cls", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_cls", p._adb_n), _adb_rv AS (SELECT coalesce(bool_and(CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT)), TRUE) AS t_ok FROM _adb_emd), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ OR v.l_worst < __ADB_L__ OR NOT e.t_ok 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v, _adb_rv AS e
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p, _adb_sa), x._adb_sa AS __ADB_SANAME__
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 3 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__, __ADB_SA__ AS _adb_sa__ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*, CASE WHEN row_number() OVER (PARTITION BY f._adb_p ORDER BY f._adb_sa NULLS LAST) = 1 THEN 1 ELSE 0 END AS _adb_own
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_sa, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, b._adb_sa, b._adb_own
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2 FROM _adb_work
+), _adb_glob AS (
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_work GROUP BY _adb_sa
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, count(DISTINCT b0._adb_sa) + max(CASE WHEN b0._adb_sa IS NULL THEN 1 ELSE 0 END) AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        WHEN r.d < __ADB_L__ THEN error(''anonydb: infeasible: the whole table has '' || r.d || '' distinct values of the sensitive attribute, fewer than l = __ADB_L__'')
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, CAST(sum(_adb_own) AS BIGINT) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) END AS _adb_v, w._adb_sa, count(*) AS _adb_cnt, CAST(sum(w._adb_own) AS BIGINT) AS _adb_own
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, sum(_adb_own) AS _adb_cnt FROM "_adb_hist" GROUP BY _adb_pid, _adb_dim, _adb_v
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_sa, h._adb_cnt, h._adb_own, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, _adb_sa, sum(_adb_cnt) AS _adb_cnt, sum(_adb_own) AS _adb_own
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_groups AS (
+SELECT "_adb_pid", "_adb_dim", "_adb_side",
+       sum(_adb_own) AS _adb_n, sum(_adb_cnt) AS _adb_m,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_split"
+GROUP BY "_adb_pid", "_adb_dim", "_adb_side"
+    ), _adb_fgroups AS (          SELECT _adb_pid, _adb_dim, _adb_side, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_d AS _adb_num, 1 AS _adb_den, _adb_d >= __ADB_L__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT v."_adb_pid", v."_adb_dim", v."_adb_side", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
+SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_num, _adb_den,
+       CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
+FROM (
+WITH p AS (
+    SELECT r."_adb_pid", r."_adb_dim", r."_adb_side", r._adb_sa, r._adb_cnt, s._adb_n
+    FROM "_adb_split" AS r JOIN "_adb_fgroups" AS s ON r."_adb_pid" IS NOT DISTINCT FROM s."_adb_pid" AND r."_adb_dim" IS NOT DISTINCT FROM s."_adb_dim" AND r."_adb_side" IS NOT DISTINCT FROM s."_adb_side"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n
+) AS d
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_pid" IS NOT DISTINCT FROM g."_adb_pid" AND v."_adb_dim" IS NOT DISTINCT FROM g."_adb_dim" AND v."_adb_side" IS NOT DISTINCT FROM g."_adb_side") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_sa, r._adb_own
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_sa, w._adb_own, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, count(DISTINCT _adb_sa) + max(CASE WHEN _adb_sa IS NULL THEN 1 ELSE 0 END) AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_rc AS (SELECT _adb_vk AS _adb_cls, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_rel GROUP BY ALL), _adb_emd AS (WITH p AS (
+    SELECT "_adb_cls", _adb_sa, _adb_cnt, sum(_adb_cnt) OVER (PARTITION BY "_adb_cls") AS _adb_n
+    FROM "_adb_rc"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_cls", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_cls", p._adb_n), _adb_rv AS (SELECT coalesce(bool_and(CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT)), TRUE) AS t_ok FROM _adb_emd), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ OR v.l_worst < __ADB_L__ OR NOT e.t_ok 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v, _adb_rv AS e
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p, _adb_sa), x._adb_sa AS __ADB_SANAME__
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 4 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__, __ADB_SA__ AS _adb_sa__ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*, CASE WHEN row_number() OVER (PARTITION BY f._adb_p ORDER BY f._adb_sa NULLS LAST) = 1 THEN 1 ELSE 0 END AS _adb_own
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_sa, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3, b._adb_sa, b._adb_own
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3 FROM _adb_work
+), _adb_glob AS (
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_work GROUP BY _adb_sa
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, count(DISTINCT b0._adb_sa) + max(CASE WHEN b0._adb_sa IS NULL THEN 1 ELSE 0 END) AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        WHEN r.d < __ADB_L__ THEN error(''anonydb: infeasible: the whole table has '' || r.d || '' distinct values of the sensitive attribute, fewer than l = __ADB_L__'')
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, CAST(sum(_adb_own) AS BIGINT) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) END AS _adb_v, w._adb_sa, count(*) AS _adb_cnt, CAST(sum(w._adb_own) AS BIGINT) AS _adb_own
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, sum(_adb_own) AS _adb_cnt FROM "_adb_hist" GROUP BY _adb_pid, _adb_dim, _adb_v
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_sa, h._adb_cnt, h._adb_own, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, _adb_sa, sum(_adb_cnt) AS _adb_cnt, sum(_adb_own) AS _adb_own
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_groups AS (
+SELECT "_adb_pid", "_adb_dim", "_adb_side",
+       sum(_adb_own) AS _adb_n, sum(_adb_cnt) AS _adb_m,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_split"
+GROUP BY "_adb_pid", "_adb_dim", "_adb_side"
+    ), _adb_fgroups AS (          SELECT _adb_pid, _adb_dim, _adb_side, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_d AS _adb_num, 1 AS _adb_den, _adb_d >= __ADB_L__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT v."_adb_pid", v."_adb_dim", v."_adb_side", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
+SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_num, _adb_den,
+       CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
+FROM (
+WITH p AS (
+    SELECT r."_adb_pid", r."_adb_dim", r."_adb_side", r._adb_sa, r._adb_cnt, s._adb_n
+    FROM "_adb_split" AS r JOIN "_adb_fgroups" AS s ON r."_adb_pid" IS NOT DISTINCT FROM s."_adb_pid" AND r."_adb_dim" IS NOT DISTINCT FROM s."_adb_dim" AND r."_adb_side" IS NOT DISTINCT FROM s."_adb_side"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n
+) AS d
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_pid" IS NOT DISTINCT FROM g."_adb_pid" AND v."_adb_dim" IS NOT DISTINCT FROM g."_adb_dim" AND v."_adb_side" IS NOT DISTINCT FROM g."_adb_side") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_sa, r._adb_own
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_sa, w._adb_own, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, count(DISTINCT _adb_sa) + max(CASE WHEN _adb_sa IS NULL THEN 1 ELSE 0 END) AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_rc AS (SELECT _adb_vk AS _adb_cls, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_rel GROUP BY ALL), _adb_emd AS (WITH p AS (
+    SELECT "_adb_cls", _adb_sa, _adb_cnt, sum(_adb_cnt) OVER (PARTITION BY "_adb_cls") AS _adb_n
+    FROM "_adb_rc"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_cls", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_cls", p._adb_n), _adb_rv AS (SELECT coalesce(bool_and(CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT)), TRUE) AS t_ok FROM _adb_emd), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ OR v.l_worst < __ADB_L__ OR NOT e.t_ok 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v, _adb_rv AS e
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p, _adb_sa), x._adb_sa AS __ADB_SANAME__
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 5 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__, __ADB_SA__ AS _adb_sa__ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q4) + max(CASE WHEN _adb_q4 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*, CASE WHEN row_number() OVER (PARTITION BY f._adb_p ORDER BY f._adb_sa NULLS LAST) = 1 THEN 1 ELSE 0 END AS _adb_own
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_sa, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3, CASE anonydb_kind(b._adb_q4) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q4 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c4, b._adb_sa, b._adb_own
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3, max(_adb_c4) - min(_adb_c4) AS _adb_r4 FROM _adb_work
+), _adb_glob AS (
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_work GROUP BY _adb_sa
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, count(DISTINCT b0._adb_sa) + max(CASE WHEN b0._adb_sa IS NULL THEN 1 ELSE 0 END) AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q4)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q4 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        WHEN r.d < __ADB_L__ THEN error(''anonydb: infeasible: the whole table has '' || r.d || '' distinct values of the sensitive attribute, fewer than l = __ADB_L__'')
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, CAST(sum(_adb_own) AS BIGINT) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3, CAST(min(_adb_c4) AS DOUBLE) AS _lo4, CAST(max(_adb_c4) AS DOUBLE) AS _hi4
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+         , CAST(NULL AS INTEGER) AS _lcad4,
+(p._hi4 - p._lo4) / (SELECT _adb_r4 FROM _adb_ranges) AS _span4
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 4 AS _adb_dim, _hi4 AS _adb_hi, _lcad4 AS _adb_lcad, _span4 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span4 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span4 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) END AS _adb_v, w._adb_sa, count(*) AS _adb_cnt, CAST(sum(w._adb_own) AS BIGINT) AS _adb_own
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, sum(_adb_own) AS _adb_cnt FROM "_adb_hist" GROUP BY _adb_pid, _adb_dim, _adb_v
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_sa, h._adb_cnt, h._adb_own, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, _adb_sa, sum(_adb_cnt) AS _adb_cnt, sum(_adb_own) AS _adb_own
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_groups AS (
+SELECT "_adb_pid", "_adb_dim", "_adb_side",
+       sum(_adb_own) AS _adb_n, sum(_adb_cnt) AS _adb_m,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_split"
+GROUP BY "_adb_pid", "_adb_dim", "_adb_side"
+    ), _adb_fgroups AS (          SELECT _adb_pid, _adb_dim, _adb_side, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_d AS _adb_num, 1 AS _adb_den, _adb_d >= __ADB_L__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT v."_adb_pid", v."_adb_dim", v."_adb_side", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
+SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_num, _adb_den,
+       CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
+FROM (
+WITH p AS (
+    SELECT r."_adb_pid", r."_adb_dim", r."_adb_side", r._adb_sa, r._adb_cnt, s._adb_n
+    FROM "_adb_split" AS r JOIN "_adb_fgroups" AS s ON r."_adb_pid" IS NOT DISTINCT FROM s."_adb_pid" AND r."_adb_dim" IS NOT DISTINCT FROM s."_adb_dim" AND r."_adb_side" IS NOT DISTINCT FROM s."_adb_side"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n
+) AS d
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_pid" IS NOT DISTINCT FROM g."_adb_pid" AND v."_adb_dim" IS NOT DISTINCT FROM g."_adb_dim" AND v."_adb_side" IS NOT DISTINCT FROM g."_adb_side") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_sa, r._adb_own
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_sa, w._adb_own, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3, CASE anonydb_kind(any_value(j._adb_q4)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label4 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3, _adb_label4) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, count(DISTINCT _adb_sa) + max(CASE WHEN _adb_sa IS NULL THEN 1 ELSE 0 END) AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_rc AS (SELECT _adb_vk AS _adb_cls, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_rel GROUP BY ALL), _adb_emd AS (WITH p AS (
+    SELECT "_adb_cls", _adb_sa, _adb_cnt, sum(_adb_cnt) OVER (PARTITION BY "_adb_cls") AS _adb_n
+    FROM "_adb_rc"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_cls", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_cls", p._adb_n), _adb_rv AS (SELECT coalesce(bool_and(CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT)), TRUE) AS t_ok FROM _adb_emd), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ OR v.l_worst < __ADB_L__ OR NOT e.t_ok 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v, _adb_rv AS e
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p, _adb_sa), x._adb_sa AS __ADB_SANAME__
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 6 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__, __ADB_SA__ AS _adb_sa__ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q4) + max(CASE WHEN _adb_q4 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q5) + max(CASE WHEN _adb_q5 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*, CASE WHEN row_number() OVER (PARTITION BY f._adb_p ORDER BY f._adb_sa NULLS LAST) = 1 THEN 1 ELSE 0 END AS _adb_own
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_sa, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3, CASE anonydb_kind(b._adb_q4) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q4 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c4, CASE anonydb_kind(b._adb_q5) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q5 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c5, b._adb_sa, b._adb_own
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3, max(_adb_c4) - min(_adb_c4) AS _adb_r4, max(_adb_c5) - min(_adb_c5) AS _adb_r5 FROM _adb_work
+), _adb_glob AS (
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_work GROUP BY _adb_sa
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, count(DISTINCT b0._adb_sa) + max(CASE WHEN b0._adb_sa IS NULL THEN 1 ELSE 0 END) AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q4)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q4 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q5)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q5 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        WHEN r.d < __ADB_L__ THEN error(''anonydb: infeasible: the whole table has '' || r.d || '' distinct values of the sensitive attribute, fewer than l = __ADB_L__'')
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, CAST(sum(_adb_own) AS BIGINT) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3, CAST(min(_adb_c4) AS DOUBLE) AS _lo4, CAST(max(_adb_c4) AS DOUBLE) AS _hi4, CAST(min(_adb_c5) AS DOUBLE) AS _lo5, CAST(max(_adb_c5) AS DOUBLE) AS _hi5
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+         , CAST(NULL AS INTEGER) AS _lcad4,
+(p._hi4 - p._lo4) / (SELECT _adb_r4 FROM _adb_ranges) AS _span4
+         , CAST(NULL AS INTEGER) AS _lcad5,
+(p._hi5 - p._lo5) / (SELECT _adb_r5 FROM _adb_ranges) AS _span5
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 4 AS _adb_dim, _hi4 AS _adb_hi, _lcad4 AS _adb_lcad, _span4 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span4 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span4 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 5 AS _adb_dim, _hi5 AS _adb_hi, _lcad5 AS _adb_lcad, _span5 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span5 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span5 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) END AS _adb_v, w._adb_sa, count(*) AS _adb_cnt, CAST(sum(w._adb_own) AS BIGINT) AS _adb_own
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, sum(_adb_own) AS _adb_cnt FROM "_adb_hist" GROUP BY _adb_pid, _adb_dim, _adb_v
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_sa, h._adb_cnt, h._adb_own, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, _adb_sa, sum(_adb_cnt) AS _adb_cnt, sum(_adb_own) AS _adb_own
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_groups AS (
+SELECT "_adb_pid", "_adb_dim", "_adb_side",
+       sum(_adb_own) AS _adb_n, sum(_adb_cnt) AS _adb_m,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_split"
+GROUP BY "_adb_pid", "_adb_dim", "_adb_side"
+    ), _adb_fgroups AS (          SELECT _adb_pid, _adb_dim, _adb_side, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_d AS _adb_num, 1 AS _adb_den, _adb_d >= __ADB_L__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT v."_adb_pid", v."_adb_dim", v."_adb_side", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
+SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_num, _adb_den,
+       CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
+FROM (
+WITH p AS (
+    SELECT r."_adb_pid", r."_adb_dim", r."_adb_side", r._adb_sa, r._adb_cnt, s._adb_n
+    FROM "_adb_split" AS r JOIN "_adb_fgroups" AS s ON r."_adb_pid" IS NOT DISTINCT FROM s."_adb_pid" AND r."_adb_dim" IS NOT DISTINCT FROM s."_adb_dim" AND r."_adb_side" IS NOT DISTINCT FROM s."_adb_side"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n
+) AS d
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_pid" IS NOT DISTINCT FROM g."_adb_pid" AND v."_adb_dim" IS NOT DISTINCT FROM g."_adb_dim" AND v."_adb_side" IS NOT DISTINCT FROM g."_adb_side") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_sa, r._adb_own
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_sa, w._adb_own, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3, CASE anonydb_kind(any_value(j._adb_q4)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label4, CASE anonydb_kind(any_value(j._adb_q5)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label5 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3, _adb_label4, _adb_label5) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, count(DISTINCT _adb_sa) + max(CASE WHEN _adb_sa IS NULL THEN 1 ELSE 0 END) AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_rc AS (SELECT _adb_vk AS _adb_cls, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_rel GROUP BY ALL), _adb_emd AS (WITH p AS (
+    SELECT "_adb_cls", _adb_sa, _adb_cnt, sum(_adb_cnt) OVER (PARTITION BY "_adb_cls") AS _adb_n
+    FROM "_adb_rc"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_cls", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_cls", p._adb_n), _adb_rv AS (SELECT coalesce(bool_and(CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT)), TRUE) AS t_ok FROM _adb_emd), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ OR v.l_worst < __ADB_L__ OR NOT e.t_ok 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v, _adb_rv AS e
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p, _adb_sa), x._adb_sa AS __ADB_SANAME__
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 7 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__, __ADB_SA__ AS _adb_sa__ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q4) + max(CASE WHEN _adb_q4 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q5) + max(CASE WHEN _adb_q5 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q6) + max(CASE WHEN _adb_q6 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*, CASE WHEN row_number() OVER (PARTITION BY f._adb_p ORDER BY f._adb_sa NULLS LAST) = 1 THEN 1 ELSE 0 END AS _adb_own
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_sa, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3, CASE anonydb_kind(b._adb_q4) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q4 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c4, CASE anonydb_kind(b._adb_q5) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q5 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c5, CASE anonydb_kind(b._adb_q6) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q6 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c6, b._adb_sa, b._adb_own
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3, max(_adb_c4) - min(_adb_c4) AS _adb_r4, max(_adb_c5) - min(_adb_c5) AS _adb_r5, max(_adb_c6) - min(_adb_c6) AS _adb_r6 FROM _adb_work
+), _adb_glob AS (
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_work GROUP BY _adb_sa
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, count(DISTINCT b0._adb_sa) + max(CASE WHEN b0._adb_sa IS NULL THEN 1 ELSE 0 END) AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q4)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q4 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q5)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q5 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q6)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q6 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        WHEN r.d < __ADB_L__ THEN error(''anonydb: infeasible: the whole table has '' || r.d || '' distinct values of the sensitive attribute, fewer than l = __ADB_L__'')
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, CAST(sum(_adb_own) AS BIGINT) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3, CAST(min(_adb_c4) AS DOUBLE) AS _lo4, CAST(max(_adb_c4) AS DOUBLE) AS _hi4, CAST(min(_adb_c5) AS DOUBLE) AS _lo5, CAST(max(_adb_c5) AS DOUBLE) AS _hi5, CAST(min(_adb_c6) AS DOUBLE) AS _lo6, CAST(max(_adb_c6) AS DOUBLE) AS _hi6
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+         , CAST(NULL AS INTEGER) AS _lcad4,
+(p._hi4 - p._lo4) / (SELECT _adb_r4 FROM _adb_ranges) AS _span4
+         , CAST(NULL AS INTEGER) AS _lcad5,
+(p._hi5 - p._lo5) / (SELECT _adb_r5 FROM _adb_ranges) AS _span5
+         , CAST(NULL AS INTEGER) AS _lcad6,
+(p._hi6 - p._lo6) / (SELECT _adb_r6 FROM _adb_ranges) AS _span6
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 4 AS _adb_dim, _hi4 AS _adb_hi, _lcad4 AS _adb_lcad, _span4 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span4 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span4 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 5 AS _adb_dim, _hi5 AS _adb_hi, _lcad5 AS _adb_lcad, _span5 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span5 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span5 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 6 AS _adb_dim, _hi6 AS _adb_hi, _lcad6 AS _adb_lcad, _span6 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span6 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span6 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) END AS _adb_v, w._adb_sa, count(*) AS _adb_cnt, CAST(sum(w._adb_own) AS BIGINT) AS _adb_own
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, sum(_adb_own) AS _adb_cnt FROM "_adb_hist" GROUP BY _adb_pid, _adb_dim, _adb_v
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_sa, h._adb_cnt, h._adb_own, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, _adb_sa, sum(_adb_cnt) AS _adb_cnt, sum(_adb_own) AS _adb_own
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_groups AS (
+SELECT "_adb_pid", "_adb_dim", "_adb_side",
+       sum(_adb_own) AS _adb_n, sum(_adb_cnt) AS _adb_m,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_split"
+GROUP BY "_adb_pid", "_adb_dim", "_adb_side"
+    ), _adb_fgroups AS (          SELECT _adb_pid, _adb_dim, _adb_side, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_d AS _adb_num, 1 AS _adb_den, _adb_d >= __ADB_L__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT v."_adb_pid", v."_adb_dim", v."_adb_side", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
+SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_num, _adb_den,
+       CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
+FROM (
+WITH p AS (
+    SELECT r."_adb_pid", r."_adb_dim", r."_adb_side", r._adb_sa, r._adb_cnt, s._adb_n
+    FROM "_adb_split" AS r JOIN "_adb_fgroups" AS s ON r."_adb_pid" IS NOT DISTINCT FROM s."_adb_pid" AND r."_adb_dim" IS NOT DISTINCT FROM s."_adb_dim" AND r."_adb_side" IS NOT DISTINCT FROM s."_adb_side"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n
+) AS d
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_pid" IS NOT DISTINCT FROM g."_adb_pid" AND v."_adb_dim" IS NOT DISTINCT FROM g."_adb_dim" AND v."_adb_side" IS NOT DISTINCT FROM g."_adb_side") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_sa, r._adb_own
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_sa, w._adb_own, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3, CASE anonydb_kind(any_value(j._adb_q4)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label4, CASE anonydb_kind(any_value(j._adb_q5)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label5, CASE anonydb_kind(any_value(j._adb_q6)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label6 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3, _adb_label4, _adb_label5, _adb_label6) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, count(DISTINCT _adb_sa) + max(CASE WHEN _adb_sa IS NULL THEN 1 ELSE 0 END) AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_rc AS (SELECT _adb_vk AS _adb_cls, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_rel GROUP BY ALL), _adb_emd AS (WITH p AS (
+    SELECT "_adb_cls", _adb_sa, _adb_cnt, sum(_adb_cnt) OVER (PARTITION BY "_adb_cls") AS _adb_n
+    FROM "_adb_rc"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_cls", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_cls", p._adb_n), _adb_rv AS (SELECT coalesce(bool_and(CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT)), TRUE) AS t_ok FROM _adb_emd), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ OR v.l_worst < __ADB_L__ OR NOT e.t_ok 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v, _adb_rv AS e
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p, _adb_sa), x._adb_sa AS __ADB_SANAME__
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 8 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__, __ADB_SA__ AS _adb_sa__ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q4) + max(CASE WHEN _adb_q4 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q5) + max(CASE WHEN _adb_q5 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q6) + max(CASE WHEN _adb_q6 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q7) + max(CASE WHEN _adb_q7 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*, CASE WHEN row_number() OVER (PARTITION BY f._adb_p ORDER BY f._adb_sa NULLS LAST) = 1 THEN 1 ELSE 0 END AS _adb_own
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_q7, _adb_sa, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3, CASE anonydb_kind(b._adb_q4) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q4 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c4, CASE anonydb_kind(b._adb_q5) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q5 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c5, CASE anonydb_kind(b._adb_q6) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q6 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c6, CASE anonydb_kind(b._adb_q7) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q7 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q7 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q7 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c7, b._adb_sa, b._adb_own
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3, max(_adb_c4) - min(_adb_c4) AS _adb_r4, max(_adb_c5) - min(_adb_c5) AS _adb_r5, max(_adb_c6) - min(_adb_c6) AS _adb_r6, max(_adb_c7) - min(_adb_c7) AS _adb_r7 FROM _adb_work
+), _adb_glob AS (
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_work GROUP BY _adb_sa
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, count(DISTINCT b0._adb_sa) + max(CASE WHEN b0._adb_sa IS NULL THEN 1 ELSE 0 END) AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q4)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q4 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q5)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q5 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q6)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q6 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q7)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q7 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        WHEN r.d < __ADB_L__ THEN error(''anonydb: infeasible: the whole table has '' || r.d || '' distinct values of the sensitive attribute, fewer than l = __ADB_L__'')
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, CAST(sum(_adb_own) AS BIGINT) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3, CAST(min(_adb_c4) AS DOUBLE) AS _lo4, CAST(max(_adb_c4) AS DOUBLE) AS _hi4, CAST(min(_adb_c5) AS DOUBLE) AS _lo5, CAST(max(_adb_c5) AS DOUBLE) AS _hi5, CAST(min(_adb_c6) AS DOUBLE) AS _lo6, CAST(max(_adb_c6) AS DOUBLE) AS _hi6, CAST(min(_adb_c7) AS DOUBLE) AS _lo7, CAST(max(_adb_c7) AS DOUBLE) AS _hi7
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+         , CAST(NULL AS INTEGER) AS _lcad4,
+(p._hi4 - p._lo4) / (SELECT _adb_r4 FROM _adb_ranges) AS _span4
+         , CAST(NULL AS INTEGER) AS _lcad5,
+(p._hi5 - p._lo5) / (SELECT _adb_r5 FROM _adb_ranges) AS _span5
+         , CAST(NULL AS INTEGER) AS _lcad6,
+(p._hi6 - p._lo6) / (SELECT _adb_r6 FROM _adb_ranges) AS _span6
+         , CAST(NULL AS INTEGER) AS _lcad7,
+(p._hi7 - p._lo7) / (SELECT _adb_r7 FROM _adb_ranges) AS _span7
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 4 AS _adb_dim, _hi4 AS _adb_hi, _lcad4 AS _adb_lcad, _span4 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span4 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span4 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 5 AS _adb_dim, _hi5 AS _adb_hi, _lcad5 AS _adb_lcad, _span5 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span5 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span5 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span5 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 6 AS _adb_dim, _hi6 AS _adb_hi, _lcad6 AS _adb_lcad, _span6 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span6 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span6 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 7 AS _adb_dim, _hi7 AS _adb_hi, _lcad7 AS _adb_lcad, _span7 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span6 >= _span7 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span7 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) END AS _adb_v, w._adb_sa, count(*) AS _adb_cnt, CAST(sum(w._adb_own) AS BIGINT) AS _adb_own
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, sum(_adb_own) AS _adb_cnt FROM "_adb_hist" GROUP BY _adb_pid, _adb_dim, _adb_v
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_sa, h._adb_cnt, h._adb_own, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, _adb_sa, sum(_adb_cnt) AS _adb_cnt, sum(_adb_own) AS _adb_own
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_groups AS (
+SELECT "_adb_pid", "_adb_dim", "_adb_side",
+       sum(_adb_own) AS _adb_n, sum(_adb_cnt) AS _adb_m,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_split"
+GROUP BY "_adb_pid", "_adb_dim", "_adb_side"
+    ), _adb_fgroups AS (          SELECT _adb_pid, _adb_dim, _adb_side, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_d AS _adb_num, 1 AS _adb_den, _adb_d >= __ADB_L__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT v."_adb_pid", v."_adb_dim", v."_adb_side", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
+SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_num, _adb_den,
+       CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
+FROM (
+WITH p AS (
+    SELECT r."_adb_pid", r."_adb_dim", r."_adb_side", r._adb_sa, r._adb_cnt, s._adb_n
+    FROM "_adb_split" AS r JOIN "_adb_fgroups" AS s ON r."_adb_pid" IS NOT DISTINCT FROM s."_adb_pid" AND r."_adb_dim" IS NOT DISTINCT FROM s."_adb_dim" AND r."_adb_side" IS NOT DISTINCT FROM s."_adb_side"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n
+) AS d
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_pid" IS NOT DISTINCT FROM g."_adb_pid" AND v."_adb_dim" IS NOT DISTINCT FROM g."_adb_dim" AND v."_adb_side" IS NOT DISTINCT FROM g."_adb_side") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_sa, r._adb_own
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_sa, w._adb_own, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3, CASE anonydb_kind(any_value(j._adb_q4)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label4, CASE anonydb_kind(any_value(j._adb_q5)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label5, CASE anonydb_kind(any_value(j._adb_q6)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label6, CASE anonydb_kind(any_value(j._adb_q7)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q7) = max(j._adb_q7) THEN CAST(min(j._adb_q7) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q7) AS VARCHAR) || '', '' || CAST(max(j._adb_q7) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q7) = max(j._adb_q7) THEN CAST(min(j._adb_q7) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q7) AS VARCHAR) || '', '' || CAST(max(j._adb_q7) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label7 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3, _adb_label4, _adb_label5, _adb_label6, _adb_label7) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_q7),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, count(DISTINCT _adb_sa) + max(CASE WHEN _adb_sa IS NULL THEN 1 ELSE 0 END) AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_rc AS (SELECT _adb_vk AS _adb_cls, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_rel GROUP BY ALL), _adb_emd AS (WITH p AS (
+    SELECT "_adb_cls", _adb_sa, _adb_cnt, sum(_adb_cnt) OVER (PARTITION BY "_adb_cls") AS _adb_n
+    FROM "_adb_rc"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_cls", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_cls", p._adb_n), _adb_rv AS (SELECT coalesce(bool_and(CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT)), TRUE) AS t_ok FROM _adb_emd), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ OR v.l_worst < __ADB_L__ OR NOT e.t_ok 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v, _adb_rv AS e
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p, _adb_sa), x._adb_sa AS __ADB_SANAME__
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 9 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__, __ADB_SA__ AS _adb_sa__ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q4) + max(CASE WHEN _adb_q4 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q5) + max(CASE WHEN _adb_q5 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q6) + max(CASE WHEN _adb_q6 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q7) + max(CASE WHEN _adb_q7 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q8) + max(CASE WHEN _adb_q8 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*, CASE WHEN row_number() OVER (PARTITION BY f._adb_p ORDER BY f._adb_sa NULLS LAST) = 1 THEN 1 ELSE 0 END AS _adb_own
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_q7, _adb_q8, _adb_sa, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3, CASE anonydb_kind(b._adb_q4) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q4 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c4, CASE anonydb_kind(b._adb_q5) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q5 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c5, CASE anonydb_kind(b._adb_q6) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q6 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c6, CASE anonydb_kind(b._adb_q7) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q7 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q7 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q7 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c7, CASE anonydb_kind(b._adb_q8) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q8 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q8 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q8 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c8, b._adb_sa, b._adb_own
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3, max(_adb_c4) - min(_adb_c4) AS _adb_r4, max(_adb_c5) - min(_adb_c5) AS _adb_r5, max(_adb_c6) - min(_adb_c6) AS _adb_r6, max(_adb_c7) - min(_adb_c7) AS _adb_r7, max(_adb_c8) - min(_adb_c8) AS _adb_r8 FROM _adb_work
+), _adb_glob AS (
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_work GROUP BY _adb_sa
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, count(DISTINCT b0._adb_sa) + max(CASE WHEN b0._adb_sa IS NULL THEN 1 ELSE 0 END) AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q4)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q4 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q5)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q5 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q6)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q6 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q7)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q7 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q8)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q8 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        WHEN r.d < __ADB_L__ THEN error(''anonydb: infeasible: the whole table has '' || r.d || '' distinct values of the sensitive attribute, fewer than l = __ADB_L__'')
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, CAST(sum(_adb_own) AS BIGINT) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3, CAST(min(_adb_c4) AS DOUBLE) AS _lo4, CAST(max(_adb_c4) AS DOUBLE) AS _hi4, CAST(min(_adb_c5) AS DOUBLE) AS _lo5, CAST(max(_adb_c5) AS DOUBLE) AS _hi5, CAST(min(_adb_c6) AS DOUBLE) AS _lo6, CAST(max(_adb_c6) AS DOUBLE) AS _hi6, CAST(min(_adb_c7) AS DOUBLE) AS _lo7, CAST(max(_adb_c7) AS DOUBLE) AS _hi7, CAST(min(_adb_c8) AS DOUBLE) AS _lo8, CAST(max(_adb_c8) AS DOUBLE) AS _hi8
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+         , CAST(NULL AS INTEGER) AS _lcad4,
+(p._hi4 - p._lo4) / (SELECT _adb_r4 FROM _adb_ranges) AS _span4
+         , CAST(NULL AS INTEGER) AS _lcad5,
+(p._hi5 - p._lo5) / (SELECT _adb_r5 FROM _adb_ranges) AS _span5
+         , CAST(NULL AS INTEGER) AS _lcad6,
+(p._hi6 - p._lo6) / (SELECT _adb_r6 FROM _adb_ranges) AS _span6
+         , CAST(NULL AS INTEGER) AS _lcad7,
+(p._hi7 - p._lo7) / (SELECT _adb_r7 FROM _adb_ranges) AS _span7
+         , CAST(NULL AS INTEGER) AS _lcad8,
+(p._hi8 - p._lo8) / (SELECT _adb_r8 FROM _adb_ranges) AS _span8
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 4 AS _adb_dim, _hi4 AS _adb_hi, _lcad4 AS _adb_lcad, _span4 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span4 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span4 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 5 AS _adb_dim, _hi5 AS _adb_hi, _lcad5 AS _adb_lcad, _span5 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span5 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span5 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span5 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span5 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 6 AS _adb_dim, _hi6 AS _adb_hi, _lcad6 AS _adb_lcad, _span6 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span6 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span6 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span6 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 7 AS _adb_dim, _hi7 AS _adb_hi, _lcad7 AS _adb_lcad, _span7 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span6 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span7 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span7 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 8 AS _adb_dim, _hi8 AS _adb_hi, _lcad8 AS _adb_lcad, _span8 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span6 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span7 >= _span8 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span8 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) WHEN 8 THEN CAST(w._adb_c8 AS DOUBLE) END AS _adb_v, w._adb_sa, count(*) AS _adb_cnt, CAST(sum(w._adb_own) AS BIGINT) AS _adb_own
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, sum(_adb_own) AS _adb_cnt FROM "_adb_hist" GROUP BY _adb_pid, _adb_dim, _adb_v
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_sa, h._adb_cnt, h._adb_own, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, _adb_sa, sum(_adb_cnt) AS _adb_cnt, sum(_adb_own) AS _adb_own
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_groups AS (
+SELECT "_adb_pid", "_adb_dim", "_adb_side",
+       sum(_adb_own) AS _adb_n, sum(_adb_cnt) AS _adb_m,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_split"
+GROUP BY "_adb_pid", "_adb_dim", "_adb_side"
+    ), _adb_fgroups AS (          SELECT _adb_pid, _adb_dim, _adb_side, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_d AS _adb_num, 1 AS _adb_den, _adb_d >= __ADB_L__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT v."_adb_pid", v."_adb_dim", v."_adb_side", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
+SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_num, _adb_den,
+       CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
+FROM (
+WITH p AS (
+    SELECT r."_adb_pid", r."_adb_dim", r."_adb_side", r._adb_sa, r._adb_cnt, s._adb_n
+    FROM "_adb_split" AS r JOIN "_adb_fgroups" AS s ON r."_adb_pid" IS NOT DISTINCT FROM s."_adb_pid" AND r."_adb_dim" IS NOT DISTINCT FROM s."_adb_dim" AND r."_adb_side" IS NOT DISTINCT FROM s."_adb_side"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n
+) AS d
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_pid" IS NOT DISTINCT FROM g."_adb_pid" AND v."_adb_dim" IS NOT DISTINCT FROM g."_adb_dim" AND v."_adb_side" IS NOT DISTINCT FROM g."_adb_side") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_c8, r._adb_sa, r._adb_own
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_c8, w._adb_sa, w._adb_own, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) WHEN 8 THEN CAST(w._adb_c8 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3, CASE anonydb_kind(any_value(j._adb_q4)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label4, CASE anonydb_kind(any_value(j._adb_q5)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label5, CASE anonydb_kind(any_value(j._adb_q6)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label6, CASE anonydb_kind(any_value(j._adb_q7)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q7) = max(j._adb_q7) THEN CAST(min(j._adb_q7) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q7) AS VARCHAR) || '', '' || CAST(max(j._adb_q7) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q7) = max(j._adb_q7) THEN CAST(min(j._adb_q7) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q7) AS VARCHAR) || '', '' || CAST(max(j._adb_q7) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label7, CASE anonydb_kind(any_value(j._adb_q8)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q8) = max(j._adb_q8) THEN CAST(min(j._adb_q8) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q8) AS VARCHAR) || '', '' || CAST(max(j._adb_q8) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q8) = max(j._adb_q8) THEN CAST(min(j._adb_q8) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q8) AS VARCHAR) || '', '' || CAST(max(j._adb_q8) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q8 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q8 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q8 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label8 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3, _adb_label4, _adb_label5, _adb_label6, _adb_label7, _adb_label8) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_q7, _adb_q8),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, count(DISTINCT _adb_sa) + max(CASE WHEN _adb_sa IS NULL THEN 1 ELSE 0 END) AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_rc AS (SELECT _adb_vk AS _adb_cls, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_rel GROUP BY ALL), _adb_emd AS (WITH p AS (
+    SELECT "_adb_cls", _adb_sa, _adb_cnt, sum(_adb_cnt) OVER (PARTITION BY "_adb_cls") AS _adb_n
+    FROM "_adb_rc"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_cls", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_cls", p._adb_n), _adb_rv AS (SELECT coalesce(bool_and(CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT)), TRUE) AS t_ok FROM _adb_emd), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ OR v.l_worst < __ADB_L__ OR NOT e.t_ok 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v, _adb_rv AS e
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p, _adb_sa), x._adb_sa AS __ADB_SANAME__
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' WHEN 10 THEN 'WITH _adb_names AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS n
+    FROM (SELECT 1 AS _adb_one) AS o LEFT JOIN (FROM __ADB_SRC__ LIMIT 1) AS t ON TRUE
+), _adb_e AS (
+    SELECT row_number() OVER () AS _adb_rid, __ADB_COLS__, __ADB_SA__ AS _adb_sa__ADB_KEEP__, __ADB_PERSON__ AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM __ADB_SRC__)
+), _adb_pcheck AS (  -- a NULL is not a person; QIs constant per person
+    SELECT CASE WHEN count(*) FILTER (WHERE _adb_p IS NULL) > 0
+                THEN error(''anonydb: the person column is NULL on '' || count(*) FILTER (WHERE _adb_p IS NULL) || '' rows: a NULL is not a person'')
+                WHEN (SELECT count(*) FROM (SELECT _adb_p FROM _adb_e GROUP BY _adb_p
+                      HAVING count(DISTINCT _adb_q0) + max(CASE WHEN _adb_q0 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q1) + max(CASE WHEN _adb_q1 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q2) + max(CASE WHEN _adb_q2 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q3) + max(CASE WHEN _adb_q3 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q4) + max(CASE WHEN _adb_q4 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q5) + max(CASE WHEN _adb_q5 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q6) + max(CASE WHEN _adb_q6 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q7) + max(CASE WHEN _adb_q7 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q8) + max(CASE WHEN _adb_q8 IS NULL THEN 1 ELSE 0 END) > 1 OR count(DISTINCT _adb_q9) + max(CASE WHEN _adb_q9 IS NULL THEN 1 ELSE 0 END) > 1)) > 0
+                THEN error(''anonydb: a quasi-identifier varies within a person: a person''''s records must share their QI values'')
+                ELSE TRUE END AS ok
+    FROM _adb_e
+), _adb_b AS (
+    SELECT row_number() OVER () AS _adb_rid, f.*, CASE WHEN row_number() OVER (PARTITION BY f._adb_p ORDER BY f._adb_sa NULLS LAST) = 1 THEN 1 ELSE 0 END AS _adb_own
+    FROM (SELECT DISTINCT _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_q7, _adb_q8, _adb_q9, _adb_sa, _adb_p FROM _adb_e, _adb_pcheck WHERE _adb_pcheck.ok) AS f
+), _adb_work AS (
+    SELECT CAST(b._adb_rid AS BIGINT) AS _adb_rid, CAST(0 AS BIGINT) AS _adb_pid,
+           CASE anonydb_kind(b._adb_q0) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q0 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q0 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c0, CASE anonydb_kind(b._adb_q1) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q1 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q1 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c1, CASE anonydb_kind(b._adb_q2) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q2 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q2 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c2, CASE anonydb_kind(b._adb_q3) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q3 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q3 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c3, CASE anonydb_kind(b._adb_q4) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q4 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q4 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c4, CASE anonydb_kind(b._adb_q5) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q5 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q5 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c5, CASE anonydb_kind(b._adb_q6) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q6 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q6 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c6, CASE anonydb_kind(b._adb_q7) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q7 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q7 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q7 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c7, CASE anonydb_kind(b._adb_q8) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q8 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q8 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q8 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c8, CASE anonydb_kind(b._adb_q9) WHEN ''numeric'' THEN TRY_CAST(CAST(b._adb_q9 AS VARCHAR) AS DOUBLE) WHEN ''date'' THEN CAST(epoch(TRY_CAST(CAST(b._adb_q9 AS VARCHAR) AS TIMESTAMP)) AS DOUBLE) ELSE CAST(dense_rank() OVER (ORDER BY b._adb_q9 NULLS LAST) - 1 AS DOUBLE) END AS _adb_c9, b._adb_sa, b._adb_own
+    FROM _adb_b AS b
+), _adb_ranges AS (
+    SELECT max(_adb_c0) - min(_adb_c0) AS _adb_r0, max(_adb_c1) - min(_adb_c1) AS _adb_r1, max(_adb_c2) - min(_adb_c2) AS _adb_r2, max(_adb_c3) - min(_adb_c3) AS _adb_r3, max(_adb_c4) - min(_adb_c4) AS _adb_r4, max(_adb_c5) - min(_adb_c5) AS _adb_r5, max(_adb_c6) - min(_adb_c6) AS _adb_r6, max(_adb_c7) - min(_adb_c7) AS _adb_r7, max(_adb_c8) - min(_adb_c8) AS _adb_r8, max(_adb_c9) - min(_adb_c9) AS _adb_r9 FROM _adb_work
+), _adb_glob AS (
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_work GROUP BY _adb_sa
+), _adb_root AS (
+    SELECT count(DISTINCT b0._adb_p) AS n, count(DISTINCT b0._adb_sa) + max(CASE WHEN b0._adb_sa IS NULL THEN 1 ELSE 0 END) AS d, CASE anonydb_kind(any_value(b0._adb_q0)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q0 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q1)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q1 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q2)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q2 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q3)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q3 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q4)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q4 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q5)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q5 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q6)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q6 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q7)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q7 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q8)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q8 IS NULL) END + CASE anonydb_kind(any_value(b0._adb_q9)) WHEN ''other'' THEN 0 ELSE count(*) FILTER (WHERE b0._adb_q9 IS NULL) END AS nulls
+    FROM _adb_b AS b0
+), _adb_check AS (
+    SELECT CASE
+        WHEN len(list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))) > 0
+            THEN error(''anonydb: unknown column '' || list_filter(__ADB_WANTED__, lambda c: NOT list_contains(m.n, c))[1]
+                       || '' in '' || __ADB_SRCTEXT__)
+        WHEN r.nulls > 0 THEN error(''anonydb: a numeric or date quasi-identifier has '' || r.nulls
+                                    || '' NULL values; Mondrian cuts on values, so fill or drop them'')
+        WHEN r.n < __ADB_K__ THEN error(''anonydb: infeasible: the whole table of '' || r.n || '' persons is smaller than k = __ADB_K__'')
+        WHEN r.d < __ADB_L__ THEN error(''anonydb: infeasible: the whole table has '' || r.d || '' distinct values of the sensitive attribute, fewer than l = __ADB_L__'')
+        ELSE TRUE END AS ok
+    FROM _adb_names AS m, _adb_root AS r
+), _adb_assign AS (
+WITH RECURSIVE _adb_r USING KEY (_adb_rid) AS (
+    SELECT w.*, 0 AS _adb_lvl, CAST(1 AS BIGINT) AS _adb_next, FALSE AS _adb_done FROM "_adb_work" AS w
+    UNION ALL
+    (WITH _adb_open AS (
+        SELECT * EXCLUDE (_adb_lvl, _adb_next, _adb_done) FROM _adb_r WHERE NOT _adb_done
+    ), _adb_lv AS (
+        SELECT max(_adb_lvl) + 1 AS _adb_l, max(_adb_next) AS _adb_b FROM _adb_r
+    ), _adb_cand AS (
+WITH p AS MATERIALIZED (
+SELECT _adb_pid, CAST(sum(_adb_own) AS BIGINT) AS _adb_n, CAST(min(_adb_c0) AS DOUBLE) AS _lo0, CAST(max(_adb_c0) AS DOUBLE) AS _hi0, CAST(min(_adb_c1) AS DOUBLE) AS _lo1, CAST(max(_adb_c1) AS DOUBLE) AS _hi1, CAST(min(_adb_c2) AS DOUBLE) AS _lo2, CAST(max(_adb_c2) AS DOUBLE) AS _hi2, CAST(min(_adb_c3) AS DOUBLE) AS _lo3, CAST(max(_adb_c3) AS DOUBLE) AS _hi3, CAST(min(_adb_c4) AS DOUBLE) AS _lo4, CAST(max(_adb_c4) AS DOUBLE) AS _hi4, CAST(min(_adb_c5) AS DOUBLE) AS _lo5, CAST(max(_adb_c5) AS DOUBLE) AS _hi5, CAST(min(_adb_c6) AS DOUBLE) AS _lo6, CAST(max(_adb_c6) AS DOUBLE) AS _hi6, CAST(min(_adb_c7) AS DOUBLE) AS _lo7, CAST(max(_adb_c7) AS DOUBLE) AS _hi7, CAST(min(_adb_c8) AS DOUBLE) AS _lo8, CAST(max(_adb_c8) AS DOUBLE) AS _hi8, CAST(min(_adb_c9) AS DOUBLE) AS _lo9, CAST(max(_adb_c9) AS DOUBLE) AS _hi9
+FROM "_adb_open"
+GROUP BY _adb_pid), s AS (
+    SELECT p.*
+         , CAST(NULL AS INTEGER) AS _lcad0,
+(p._hi0 - p._lo0) / (SELECT _adb_r0 FROM _adb_ranges) AS _span0
+         , CAST(NULL AS INTEGER) AS _lcad1,
+(p._hi1 - p._lo1) / (SELECT _adb_r1 FROM _adb_ranges) AS _span1
+         , CAST(NULL AS INTEGER) AS _lcad2,
+(p._hi2 - p._lo2) / (SELECT _adb_r2 FROM _adb_ranges) AS _span2
+         , CAST(NULL AS INTEGER) AS _lcad3,
+(p._hi3 - p._lo3) / (SELECT _adb_r3 FROM _adb_ranges) AS _span3
+         , CAST(NULL AS INTEGER) AS _lcad4,
+(p._hi4 - p._lo4) / (SELECT _adb_r4 FROM _adb_ranges) AS _span4
+         , CAST(NULL AS INTEGER) AS _lcad5,
+(p._hi5 - p._lo5) / (SELECT _adb_r5 FROM _adb_ranges) AS _span5
+         , CAST(NULL AS INTEGER) AS _lcad6,
+(p._hi6 - p._lo6) / (SELECT _adb_r6 FROM _adb_ranges) AS _span6
+         , CAST(NULL AS INTEGER) AS _lcad7,
+(p._hi7 - p._lo7) / (SELECT _adb_r7 FROM _adb_ranges) AS _span7
+         , CAST(NULL AS INTEGER) AS _lcad8,
+(p._hi8 - p._lo8) / (SELECT _adb_r8 FROM _adb_ranges) AS _span8
+         , CAST(NULL AS INTEGER) AS _lcad9,
+(p._hi9 - p._lo9) / (SELECT _adb_r9 FROM _adb_ranges) AS _span9
+    FROM p
+)
+SELECT _adb_pid, _adb_n, 0 AS _adb_dim, _hi0 AS _adb_hi, _lcad0 AS _adb_lcad, _span0 AS _adb_span,
+       CAST(0 + CASE WHEN _span1 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span0 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span0 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span0 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 1 AS _adb_dim, _hi1 AS _adb_hi, _lcad1 AS _adb_lcad, _span1 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span1 THEN 1 ELSE 0 END + CASE WHEN _span2 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span1 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span1 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span1 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 2 AS _adb_dim, _hi2 AS _adb_hi, _lcad2 AS _adb_lcad, _span2 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span2 THEN 1 ELSE 0 END + CASE WHEN _span3 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span2 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span2 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span2 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 3 AS _adb_dim, _hi3 AS _adb_hi, _lcad3 AS _adb_lcad, _span3 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span3 THEN 1 ELSE 0 END + CASE WHEN _span4 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span3 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span3 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span3 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 4 AS _adb_dim, _hi4 AS _adb_hi, _lcad4 AS _adb_lcad, _span4 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span4 THEN 1 ELSE 0 END + CASE WHEN _span5 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span4 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span4 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span4 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 5 AS _adb_dim, _hi5 AS _adb_hi, _lcad5 AS _adb_lcad, _span5 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span5 THEN 1 ELSE 0 END + CASE WHEN _span6 > _span5 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span5 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span5 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span5 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span5 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 6 AS _adb_dim, _hi6 AS _adb_hi, _lcad6 AS _adb_lcad, _span6 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span6 THEN 1 ELSE 0 END + CASE WHEN _span7 > _span6 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span6 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span6 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span6 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 7 AS _adb_dim, _hi7 AS _adb_hi, _lcad7 AS _adb_lcad, _span7 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span6 >= _span7 THEN 1 ELSE 0 END + CASE WHEN _span8 > _span7 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span7 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span7 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 8 AS _adb_dim, _hi8 AS _adb_hi, _lcad8 AS _adb_lcad, _span8 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span6 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span7 >= _span8 THEN 1 ELSE 0 END + CASE WHEN _span9 > _span8 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span8 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+UNION ALL
+SELECT _adb_pid, _adb_n, 9 AS _adb_dim, _hi9 AS _adb_hi, _lcad9 AS _adb_lcad, _span9 AS _adb_span,
+       CAST(0 + CASE WHEN _span0 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span1 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span2 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span3 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span4 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span5 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span6 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span7 >= _span9 THEN 1 ELSE 0 END + CASE WHEN _span8 >= _span9 THEN 1 ELSE 0 END AS INTEGER) AS _adb_rank
+FROM s
+WHERE _span9 > 0 AND _adb_n >= (2 * greatest(__ADB_K__, __ADB_L__))
+
+    ), _adb_try AS (
+        SELECT * FROM _adb_cand
+    ), _adb_hist AS MATERIALIZED (
+SELECT w._adb_pid, c._adb_dim, CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) WHEN 8 THEN CAST(w._adb_c8 AS DOUBLE) WHEN 9 THEN CAST(w._adb_c9 AS DOUBLE) END AS _adb_v, w._adb_sa, count(*) AS _adb_cnt, CAST(sum(w._adb_own) AS BIGINT) AS _adb_own
+FROM "_adb_open" AS w
+JOIN "_adb_try" AS c ON c._adb_pid = w._adb_pid
+GROUP BY ALL
+    ), _adb_cuts AS MATERIALIZED (
+WITH h AS (
+    SELECT _adb_pid, _adb_dim, _adb_v, sum(_adb_own) AS _adb_cnt FROM "_adb_hist" GROUP BY _adb_pid, _adb_dim, _adb_v
+), c AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_cnt, k._adb_n AS _n, k._adb_hi AS _vmax,
+           sum(h._adb_cnt) OVER (PARTITION BY h._adb_pid, h._adb_dim ORDER BY h._adb_v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cum
+    FROM h
+    JOIN "_adb_try" AS k ON k._adb_pid = h._adb_pid AND k._adb_dim = h._adb_dim
+    WHERE k._adb_lcad IS NULL  ), m AS (
+    SELECT _adb_pid, _adb_dim,
+           CASE WHEN min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) = max(_vmax)
+                THEN max(CASE WHEN _adb_v < _vmax THEN _adb_v END)
+                ELSE min(CASE WHEN 2 * _cum >= _n THEN _adb_v END) END AS _adb_m,
+           CAST(0 AS BIGINT) AS _adb_tl
+    FROM c
+    GROUP BY _adb_pid, _adb_dim
+)
+SELECT k._adb_pid, k._adb_dim, k._adb_lcad, k._adb_rank, m._adb_m, coalesce(m._adb_tl, 0) AS _adb_tl
+FROM "_adb_try" AS k
+LEFT JOIN m ON m._adb_pid = k._adb_pid AND m._adb_dim = k._adb_dim
+    ), _adb_split AS (
+SELECT x.*, c._adb_lcad, c._adb_m, c._adb_tl, c._adb_rank
+FROM (
+WITH b AS (
+    SELECT h._adb_pid, h._adb_dim, h._adb_v, h._adb_sa, h._adb_cnt, h._adb_own, c._adb_lcad, c._adb_m, c._adb_tl,
+CAST(NULL AS DOUBLE) AS _adb_child
+    FROM "_adb_hist" AS h
+    JOIN "_adb_cuts" AS c ON c._adb_pid = h._adb_pid AND c._adb_dim = h._adb_dim
+)
+SELECT _adb_pid, _adb_dim, CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS _adb_side, _adb_sa, sum(_adb_cnt) AS _adb_cnt, sum(_adb_own) AS _adb_own
+FROM b
+GROUP BY ALL
+
+) AS x
+JOIN _adb_cuts AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim
+    ), _adb_groups AS (
+SELECT "_adb_pid", "_adb_dim", "_adb_side",
+       sum(_adb_own) AS _adb_n, sum(_adb_cnt) AS _adb_m,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_split"
+GROUP BY "_adb_pid", "_adb_dim", "_adb_side"
+    ), _adb_fgroups AS (          SELECT _adb_pid, _adb_dim, _adb_side, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+    ), _adb_chosen AS (
+WITH ok AS (
+SELECT _adb_pid, _adb_dim, _adb_side, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM (SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_n AS _adb_num, 1 AS _adb_den, _adb_n >= __ADB_K__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_d AS _adb_num, 1 AS _adb_den, _adb_d >= __ADB_L__ AS _adb_ok
+FROM "_adb_groups") AS v UNION ALL SELECT _adb_pid, _adb_dim, _adb_side, _adb_ok FROM (SELECT v."_adb_pid", v."_adb_dim", v."_adb_side", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
+SELECT "_adb_pid", "_adb_dim", "_adb_side", _adb_n, _adb_num, _adb_den,
+       CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
+FROM (
+WITH p AS (
+    SELECT r."_adb_pid", r."_adb_dim", r."_adb_side", r._adb_sa, r._adb_cnt, s._adb_n
+    FROM "_adb_split" AS r JOIN "_adb_fgroups" AS s ON r."_adb_pid" IS NOT DISTINCT FROM s."_adb_pid" AND r."_adb_dim" IS NOT DISTINCT FROM s."_adb_dim" AND r."_adb_side" IS NOT DISTINCT FROM s."_adb_side"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_pid", p."_adb_dim", p."_adb_side", p._adb_n
+) AS d
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_pid" IS NOT DISTINCT FROM g."_adb_pid" AND v."_adb_dim" IS NOT DISTINCT FROM g."_adb_dim" AND v."_adb_side" IS NOT DISTINCT FROM g."_adb_side") AS v) AS u GROUP BY ALL
+), allowed AS (
+    SELECT _adb_pid, _adb_dim FROM ok GROUP BY _adb_pid, _adb_dim HAVING bool_and(_adb_ok) AND count(*) >= 2
+), cuts AS (
+    SELECT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl, _adb_rank FROM "_adb_cuts"
+), pick AS (
+    SELECT c._adb_pid, min(c._adb_rank) AS _adb_rank
+    FROM cuts AS c
+    JOIN allowed AS a ON a._adb_pid = c._adb_pid AND a._adb_dim = c._adb_dim
+    GROUP BY c._adb_pid
+)
+SELECT c._adb_pid, c._adb_dim, c._adb_lcad, c._adb_m, c._adb_tl
+FROM cuts AS c
+JOIN pick AS p ON p._adb_pid = c._adb_pid AND p._adb_rank = c._adb_rank
+    ), _adb_children AS (
+        SELECT c._adb_pid, c._adb_side,
+               CAST(lv._adb_b + row_number() OVER (ORDER BY c._adb_pid, c._adb_side) - 1 AS BIGINT) AS _adb_new
+        FROM (SELECT DISTINCT x._adb_pid, x._adb_side FROM _adb_split AS x
+              JOIN _adb_chosen AS c ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim) AS c
+        CROSS JOIN _adb_lv AS lv
+    )
+    SELECT nx.*, lv._adb_l, lv._adb_b + (SELECT count(*) FROM _adb_children), FALSE
+    FROM (
+WITH _adb_cx AS (
+    SELECT c.*, n._adb_new0
+    FROM "_adb_chosen" AS c
+    JOIN (SELECT _adb_pid, min(_adb_new) AS _adb_new0 FROM "_adb_children" GROUP BY _adb_pid) AS n ON n._adb_pid = c._adb_pid
+)
+SELECT r._adb_rid, CAST(r._adb_new0 + CASE WHEN _adb_lcad IS NOT NULL THEN _adb_child WHEN _adb_v <= _adb_m THEN 0 ELSE 1 END AS BIGINT) AS _adb_pid, r._adb_c0, r._adb_c1, r._adb_c2, r._adb_c3, r._adb_c4, r._adb_c5, r._adb_c6, r._adb_c7, r._adb_c8, r._adb_c9, r._adb_sa, r._adb_own
+FROM (SELECT w._adb_rid, w._adb_pid, c._adb_dim, w._adb_c0, w._adb_c1, w._adb_c2, w._adb_c3, w._adb_c4, w._adb_c5, w._adb_c6, w._adb_c7, w._adb_c8, w._adb_c9, w._adb_sa, w._adb_own, c._adb_new0, c._adb_lcad, c._adb_m, c._adb_tl, x._adb_v,
+CAST(NULL AS DOUBLE) AS _adb_child
+FROM "_adb_open" AS w
+JOIN "_adb_cx" AS c ON c._adb_pid = w._adb_pid
+CROSS JOIN LATERAL (SELECT CASE c._adb_dim WHEN 0 THEN CAST(w._adb_c0 AS DOUBLE) WHEN 1 THEN CAST(w._adb_c1 AS DOUBLE) WHEN 2 THEN CAST(w._adb_c2 AS DOUBLE) WHEN 3 THEN CAST(w._adb_c3 AS DOUBLE) WHEN 4 THEN CAST(w._adb_c4 AS DOUBLE) WHEN 5 THEN CAST(w._adb_c5 AS DOUBLE) WHEN 6 THEN CAST(w._adb_c6 AS DOUBLE) WHEN 7 THEN CAST(w._adb_c7 AS DOUBLE) WHEN 8 THEN CAST(w._adb_c8 AS DOUBLE) WHEN 9 THEN CAST(w._adb_c9 AS DOUBLE) END AS _adb_v) AS x
+) AS r
+
+    ) AS nx CROSS JOIN _adb_lv AS lv
+    UNION ALL
+    SELECT o.*, lv._adb_l, CAST(0 AS BIGINT), TRUE
+    FROM _adb_open AS o CROSS JOIN _adb_lv AS lv
+    WHERE o._adb_pid NOT IN (SELECT _adb_pid FROM _adb_chosen))
+)
+SELECT _adb_rid, _adb_pid, _adb_lvl FROM _adb_r
+), _adb_j AS (
+    SELECT a._adb_pid, e.* FROM _adb_e AS e JOIN (SELECT DISTINCT b._adb_p, a._adb_pid FROM _adb_b AS b
+        JOIN _adb_assign AS a ON a._adb_rid = b._adb_rid) AS a ON a._adb_p = e._adb_p
+), _adb_box AS (
+    SELECT j._adb_pid, CASE anonydb_kind(any_value(j._adb_q0)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q0) = max(j._adb_q0) THEN CAST(min(j._adb_q0) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q0) AS VARCHAR) || '', '' || CAST(max(j._adb_q0) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q0 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label0, CASE anonydb_kind(any_value(j._adb_q1)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q1) = max(j._adb_q1) THEN CAST(min(j._adb_q1) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q1) AS VARCHAR) || '', '' || CAST(max(j._adb_q1) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q1 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label1, CASE anonydb_kind(any_value(j._adb_q2)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q2) = max(j._adb_q2) THEN CAST(min(j._adb_q2) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q2) AS VARCHAR) || '', '' || CAST(max(j._adb_q2) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q2 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label2, CASE anonydb_kind(any_value(j._adb_q3)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q3) = max(j._adb_q3) THEN CAST(min(j._adb_q3) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q3) AS VARCHAR) || '', '' || CAST(max(j._adb_q3) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q3 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label3, CASE anonydb_kind(any_value(j._adb_q4)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q4) = max(j._adb_q4) THEN CAST(min(j._adb_q4) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q4) AS VARCHAR) || '', '' || CAST(max(j._adb_q4) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q4 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label4, CASE anonydb_kind(any_value(j._adb_q5)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q5) = max(j._adb_q5) THEN CAST(min(j._adb_q5) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q5) AS VARCHAR) || '', '' || CAST(max(j._adb_q5) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q5 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label5, CASE anonydb_kind(any_value(j._adb_q6)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q6) = max(j._adb_q6) THEN CAST(min(j._adb_q6) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q6) AS VARCHAR) || '', '' || CAST(max(j._adb_q6) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q6 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label6, CASE anonydb_kind(any_value(j._adb_q7)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q7) = max(j._adb_q7) THEN CAST(min(j._adb_q7) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q7) AS VARCHAR) || '', '' || CAST(max(j._adb_q7) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q7) = max(j._adb_q7) THEN CAST(min(j._adb_q7) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q7) AS VARCHAR) || '', '' || CAST(max(j._adb_q7) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q7 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label7, CASE anonydb_kind(any_value(j._adb_q8)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q8) = max(j._adb_q8) THEN CAST(min(j._adb_q8) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q8) AS VARCHAR) || '', '' || CAST(max(j._adb_q8) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q8) = max(j._adb_q8) THEN CAST(min(j._adb_q8) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q8) AS VARCHAR) || '', '' || CAST(max(j._adb_q8) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q8 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q8 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q8 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label8, CASE anonydb_kind(any_value(j._adb_q9)) WHEN ''numeric'' THEN CASE WHEN min(j._adb_q9) = max(j._adb_q9) THEN CAST(min(j._adb_q9) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q9) AS VARCHAR) || '', '' || CAST(max(j._adb_q9) AS VARCHAR) || '']'' END WHEN ''date'' THEN CASE WHEN min(j._adb_q9) = max(j._adb_q9) THEN CAST(min(j._adb_q9) AS VARCHAR) ELSE ''['' || CAST(min(j._adb_q9) AS VARCHAR) || '', '' || CAST(max(j._adb_q9) AS VARCHAR) || '']'' END ELSE CASE WHEN len(list(DISTINCT coalesce(CAST(j._adb_q9 AS VARCHAR), ''NULL''))) = 1 THEN list(DISTINCT coalesce(CAST(j._adb_q9 AS VARCHAR), ''NULL''))[1] ELSE ''{'' || array_to_string(list_sort(list(DISTINCT coalesce(CAST(j._adb_q9 AS VARCHAR), ''NULL''))), '', '') || ''}'' END END AS _adb_label9 FROM _adb_j AS j GROUP BY j._adb_pid
+), _adb_cls AS (
+    SELECT *, min(_adb_pid) OVER (PARTITION BY _adb_label0, _adb_label1, _adb_label2, _adb_label3, _adb_label4, _adb_label5, _adb_label6, _adb_label7, _adb_label8, _adb_label9) AS eq_class FROM _adb_box
+), _adb_rel AS (
+    SELECT c.eq_class, __ADB_LABELS__, j.* EXCLUDE (_adb_pid, _adb_rid, _adb_q0, _adb_q1, _adb_q2, _adb_q3, _adb_q4, _adb_q5, _adb_q6, _adb_q7, _adb_q8, _adb_q9),
+           dense_rank() OVER (ORDER BY c.eq_class__ADB_KEEPORDER__) AS _adb_vk  -- a class and its kept values
+    FROM _adb_j AS j JOIN _adb_cls AS c ON c._adb_pid = j._adb_pid
+), _adb_rk AS (
+    SELECT min(n) AS k_worst, min(d) AS l_worst FROM (SELECT count(DISTINCT _adb_p) AS n, count(DISTINCT _adb_sa) + max(CASE WHEN _adb_sa IS NULL THEN 1 ELSE 0 END) AS d FROM _adb_rel GROUP BY _adb_vk)
+), _adb_rc AS (SELECT _adb_vk AS _adb_cls, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_rel GROUP BY ALL), _adb_emd AS (WITH p AS (
+    SELECT "_adb_cls", _adb_sa, _adb_cnt, sum(_adb_cnt) OVER (PARTITION BY "_adb_cls") AS _adb_n
+    FROM "_adb_rc"
+
+), q AS (
+    SELECT _adb_sa, _adb_cnt, sum(_adb_cnt) OVER () AS _adb_nq
+    FROM "_adb_glob"
+)
+SELECT p."_adb_cls", p._adb_n,
+       sum(greatest(CAST(p._adb_cnt AS HUGEINT) * q._adb_nq - CAST(p._adb_n AS HUGEINT) * q._adb_cnt, 0)) AS _adb_num,
+       CAST(p._adb_n AS HUGEINT) * max(q._adb_nq) AS _adb_den
+FROM p JOIN q ON TRUE AND p._adb_sa IS NOT DISTINCT FROM q._adb_sa
+GROUP BY p."_adb_cls", p._adb_n), _adb_rv AS (SELECT coalesce(bool_and(CAST(_adb_num AS HUGEINT) * 1000000000 <= CAST(_adb_den AS HUGEINT) * CAST(round(CAST(__ADB_T__ AS DOUBLE) * 1000000000) AS HUGEINT)), TRUE) AS t_ok FROM _adb_emd), _adb_gate AS (
+    SELECT CASE WHEN NOT c.ok THEN FALSE  -- the check''s own error() is raised first
+                WHEN v.k_worst < __ADB_K__ OR v.l_worst < __ADB_L__ OR NOT e.t_ok 
+                THEN error(CASE WHEN __ADB_HASKEEP__ THEN ''anonydb: the kept column(s) '' || __ADB_KEEPNAMES__ || '' break the models over the published columns; publish them as quasi-identifiers or not at all; nothing is returned''
+                                ELSE ''anonydb: internal error: the release does not meet its models; nothing is returned'' END)
+                ELSE TRUE END AS ok
+    FROM _adb_check AS c, _adb_rk AS v, _adb_rv AS e
+)
+SELECT x.* EXCLUDE (_adb_vk, _adb_p, _adb_sa), x._adb_sa AS __ADB_SANAME__
+FROM _adb_rel AS x, _adb_gate AS g WHERE g.ok ORDER BY random()' END END) END, '__ADB_COLS__', array_to_string(list_transform(range(len(qis)), lambda i: anonydb_col(qis[i + 1]) || ' AS _adb_q' || i), ', ')), '__ADB_LABELS__', array_to_string(list_transform(range(len(qis)), lambda i: 'c._adb_label' || i || ' AS ' || anonydb_ident(qis[i + 1])), ', ')), '__ADB_KEEP__', array_to_string(list_transform(CAST(keep AS VARCHAR[]), lambda c: ', ' || anonydb_col(c) || ' AS ' || anonydb_ident(c)), '')), '__ADB_WANTED__', anonydb_texts(CAST(qis AS VARCHAR[]) || CAST(keep AS VARCHAR[]) || CASE WHEN sa IS NULL THEN []::VARCHAR[] ELSE [CAST(sa AS VARCHAR)] END || CASE WHEN person IS NULL THEN []::VARCHAR[] ELSE [CAST(person AS VARCHAR)] END)), '__ADB_KEEPORDER__', array_to_string(list_transform(CAST(keep AS VARCHAR[]), lambda c: ', j.' || anonydb_ident(c)), '')), '__ADB_HASKEEP__', CASE WHEN len(keep) > 0 THEN 'TRUE' ELSE 'FALSE' END), '__ADB_KEEPNAMES__', anonydb_text(array_to_string(CAST(keep AS VARCHAR[]), ', '))), '__ADB_SRCTEXT__', anonydb_text(tbl)), '__ADB_SRC__', anonydb_ident(tbl)), '__ADB_SANAME__', coalesce(anonydb_ident(sa), '')), '__ADB_SA__', coalesce(anonydb_col(sa), '')), '__ADB_PERSON__', coalesce(anonydb_col(person), '')), '__ADB_K__', CAST(k AS VARCHAR)), '__ADB_L__', CAST(coalesce(l, 1) AS VARCHAR)), '__ADB_T__', CAST(coalesce(t, 1) AS VARCHAR))
     END);

@@ -557,3 +557,53 @@ def test_anatomy_bad_arguments_one_line(script_file, call, message):
            "CREATE TABLE e (a INTEGER, s VARCHAR);\n"
            f"CREATE TABLE out AS FROM {call};\n")
     assert_one_line_error(sql, message)
+
+
+def test_mondrian_by_persons_equals_python(script_file, tmp_path):
+    """anonydb_mondrian(..., person := 'patient_id') in the real CLI gives the classes of the Python
+    Mondrian with person= (categorical values cut in order), each holding >= k persons and all of a
+    person's visits (recounted in Python from the source: the QI tuples name the persons' classes)."""
+    from anonydb.datasets import synthetic_visits
+
+    db, csv = tmp_path / "v.duckdb", tmp_path / "visits.csv"
+    eng = anonydb.connect()
+    synthetic_visits(eng, persons=1500, seed=3)
+    src = eng.fetch_rows("SELECT patient_id, age, sex, zip3, diagnosis FROM visits")[1]
+    eng.con.execute(f"COPY visits TO {literal(str(csv))} (HEADER)")
+    eng.close()
+    out = run_cli(None, f".read {script_file}\nCREATE TABLE visits AS FROM read_csv({literal(str(csv))});\n"
+                        f"COPY (FROM anonydb_mondrian('visits', ['age', 'sex', 'zip3'], 'diagnosis', k := 8, l := 3, "
+                        f"t := 0.3, person := 'patient_id')) TO {literal(str(tmp_path / 'm.csv'))} (HEADER);\n")
+    assert out.returncode == 0
+    con = duckdb.connect(str(db))
+    con.execute(f"CREATE TABLE visits AS FROM read_csv({literal(str(csv))})")
+    con.execute(f"CREATE TABLE m AS FROM read_csv({literal(str(tmp_path / 'm.csv'))}, all_varchar = true)")
+    anonydb.methods.anonymize("visits", ["age", "sex", "zip3"], "diagnosis", out="p", engine=con, person="patient_id",
+                              categorical="order", k=8, l=3, t=0.3)
+
+    def classes(t):
+        g: dict = {}
+        for r in con.execute(f"SELECT eq_class, age, sex, zip3, diagnosis FROM {t}").fetchall():
+            g.setdefault(r[0], []).append(tuple(map(str, r[1:])))
+        return sorted(tuple(sorted(v)) for v in g.values())
+
+    assert classes("m") == classes("p")
+    assert "patient_id" not in {r[0] for r in con.execute("DESCRIBE m").fetchall()}
+    boxes = con.execute("SELECT DISTINCT eq_class, age, sex, zip3 FROM m").fetchall()
+    con.close()
+
+    def covers(label, v):
+        label = str(label)
+        if label.startswith("["):
+            lo, hi = (float(x) for x in label[1:-1].split(","))
+            return lo <= float(v) <= hi
+        if label.startswith("{"):
+            return str(v) in [x.strip() for x in label[1:-1].split(",")]
+        return label == str(v)
+
+    persons: dict = {}
+    for p, age, sex, zip3, _ in src:
+        cls = {c for c, a, s_, z in boxes if covers(a, age) and covers(s_, sex) and covers(z, zip3)}
+        assert len(cls) == 1
+        persons.setdefault(next(iter(cls)), set()).add(p)
+    assert min(len(v) for v in persons.values()) >= 8
