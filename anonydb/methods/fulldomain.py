@@ -224,12 +224,22 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                 rows, released = eng.scalar(f"SELECT count(*) FROM {ident(stage)}"), report.persons
             else:
                 rows = released = eng.scalar(f"SELECT count(*) FROM {ident(stage)}")
+            per_record = None
+            if person is not None:  # DM counted by records too: kept classes' records squared, and each
+                # suppressed record costs the table's records (the metric's suppression penalty)
+                records = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")
+                per_record = {"dm": int(eng.scalar(f"SELECT coalesce(sum(n * n), 0) FROM (SELECT count(*) AS n FROM "
+                                                   f"{ident(stage)} GROUP BY eq_class) AS c")
+                                        + (records - rows) * records), "records": int(records),
+                              "suppressed_records": int(records - rows)}
             if _caller_keeps is None and released != total - m["suppressed"]:
                 raise AnonyDBError(f"internal error: the release holds {released} {'persons' if person else 'rows'}, "
                                    f"expected {total - m['suppressed']}")
         if _caller_keeps is None:
             pub.commit([(stage, out)])
     metrics = {k: m[k] for k in METRICS if k in m}
+    if person is not None:  # the search's metrics count persons; DM by records beside them
+        metrics["dm_records"] = per_record["dm"]
     return FullDomainResult(table=out, levels=levels, metric_name=metric, metric=metrics[metric], metrics=metrics,
                             suppressed=int(m["suppressed"]), rows=int(rows), classes=int(m["classes"]),
                             minimal=sorted(minimal), checked=lat.checked, lattice=lat.size,
