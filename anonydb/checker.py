@@ -335,19 +335,21 @@ def _person_context(eng: Engine, s: Any, relation: str, qi: list[str], sa: str |
     if any(getattr(m, "needs_members", False) for m in models):
         raise InputError("(B,t)-privacy judges each row's QI tuple, not persons: drop person, or check "
                          "another model")
-    cells = s.table(eng.render("check_person_cells.sql.j2", keys=qi, person=person, sensitive=sa,
-                               source=relation)) if sa else None
-    groups = s.table(eng.render("check_person_groups.sql.j2", keys=qi, person=person, cells=cells, source=relation))
-    total = eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(relation)}")
+    # one pass over the source: every count below is read from its facts
+    fact = s.table(eng.render("check_person_facts.sql.j2", keys=qi, person=person, sensitive=sa, source=relation))
+    cells = s.table(eng.render("check_person_cells.sql.j2", keys=qi, facts=fact)) if sa else None
+    groups = s.table(eng.render("check_person_groups.sql.j2", keys=qi, cells=cells, facts=fact))
+    total = eng.scalar(f"SELECT count(DISTINCT _adb_p) FROM {ident(fact)}")
     glob, domain, facts, glob_persons, sa_nulls = None, 0, 0, total, True
     if sa:
-        dist = distribution_of if distribution_of is not None else relation
-        glob = s.table(f"SELECT {ident(sa)} AS _adb_sa, count(DISTINCT {ident(person)}) AS _adb_cnt "
-                       f"FROM {ident(dist)} GROUP BY 1")
+        glob = s.table(f"SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM {ident(fact)} GROUP BY 1"
+                       if distribution_of is None else
+                       f"SELECT {ident(sa)} AS _adb_sa, count(DISTINCT {ident(person)}) AS _adb_cnt "
+                       f"FROM {ident(distribution_of)} GROUP BY 1")
         domain, facts, sa_nulls = eng.fetch_rows(f"SELECT count(*), sum(_adb_cnt), count(*) FILTER (WHERE _adb_sa IS NULL) "
                                                  f"FROM {ident(glob)}")[1][0]
         if distribution_of is not None:
-            glob_persons = eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(dist)}")
+            glob_persons = eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(distribution_of)}")
     return GroupContext(
         engine=eng, keys=qi, cells=cells, groups=groups, glob=glob, total=int(total), domain=int(domain),
         sensitive=sa, sensitive_numeric=bool(sa) and is_numeric_type(types[sa]), sa_nulls=bool(sa_nulls),

@@ -179,9 +179,9 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             if person is not None:  # the lattice judges persons: a row per person, or per (person, value)
                 if _caller_keeps is not None:
                     raise InputError("delta-presence judges the rows of a public table, not persons")
-                constant_qis(eng, relation, person, qi_cols)
                 searched = s.table(eng.render("person_facts.sql.j2", person=person, qis=qi_cols, sensitive=sa,
                                               source=relation))
+                constant_qis(eng, searched, person, qi_cols, facts=not sa)  # read from the persons' facts
                 total = eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(relation)}")
             else:
                 total = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")

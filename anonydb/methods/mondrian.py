@@ -224,9 +224,9 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             sa = sensitive if any(m.needs_sensitive for m in models) else None
             events = None
             if person is not None and not varying:  # partition persons: a row per person, or per (person, value)
-                constant_qis(eng, relation, person, qi_cols)
                 events, relation = relation, s.table(eng.render("person_facts.sql.j2", person=person, qis=qi_cols,
                                                                  sensitive=sa, source=relation))
+                constant_qis(eng, relation, person, qi_cols, facts=not sa)  # read from the persons' facts
             base, rid = eng.row_ids(s, relation)
             total = eng.scalar(f"SELECT count(*) FROM {ident(base)}" if person is None or (not sa and not varying) else
                                f"SELECT count(DISTINCT {ident(person)}) FROM {ident(base)}" if varying else
@@ -827,8 +827,9 @@ class _Planner:
             if self.persons:  # record owners: the persons holding each value, the facts' sizes
                 rel = s.table(f"SELECT eq_class AS _adb_pid{kg}, {ident(self.sa)} AS _adb_sa, {ident(PERSON_COLUMN)} "
                               f"FROM {ident(release)}")
-                cells = s.table(e.render("check_person_cells.sql.j2", keys=keys, person=PERSON_COLUMN,
-                                         sensitive="_adb_sa", source=rel))
+                fact = s.table(e.render("check_person_facts.sql.j2", keys=keys, person=PERSON_COLUMN,
+                                        sensitive="_adb_sa", source=rel))
+                cells = s.table(e.render("check_person_cells.sql.j2", keys=keys, facts=fact))
             else:
                 cells = s.table(f"SELECT {', '.join(keys)}, _adb_sa, count(*) AS _adb_cnt FROM (SELECT eq_class AS "
                                 f"_adb_pid{kg}, {ident(self.sa)} AS _adb_sa FROM {ident(release)}) AS r GROUP BY ALL")
@@ -845,7 +846,7 @@ class _Planner:
                           f"(SELECT _adb_sup FROM {ident(refs)})")
             glob = s.table(f"SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt FROM {ident(cells)} GROUP BY _adb_sa")
             groups = s.table(self.eng.render("check_groups.sql.j2", keys=keys, cells=cells)) if not self.persons else \
-                s.table(e.render("check_person_groups.sql.j2", keys=keys, person=PERSON_COLUMN, cells=cells, source=rel))
+                s.table(e.render("check_person_groups.sql.j2", keys=keys, cells=cells, facts=fact))
             domain = e.scalar(f"SELECT count(*) FROM {ident(glob)}")
             ctx = self.ctx(cells, groups, keys, glob, domain, ancestors=anc, references=refs)
             ctx.qi_columns = list(keys)

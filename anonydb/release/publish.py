@@ -191,9 +191,15 @@ def person_keys(eng: Engine, relation: str, columns: list[str]) -> list[tuple[st
             if PERSON_KEY_VALUES <= v < rows and v * PERSON_KEY_ROWS >= rows]
 
 
-def constant_qis(eng: Engine, relation: str, person: str, qi: list[str]) -> None:
+def constant_qis(eng: Engine, relation: str, person: str, qi: list[str], facts: bool = False) -> None:
     """Refuse a QI that varies within a person: a method that partitions persons puts all of a
-    person's records in one class, under one label, which needs their QI values to agree."""
+    person's records in one class, under one label, which needs their QI values to agree.
+    ``facts``: ``relation`` holds the distinct (person, QIs) (person_facts.sql.j2 without a
+    sensitive attribute): the QIs are constant when it has one row a person, known in one scan of
+    its persons rather than a distinct count per QI over the records (10M visits: 1.98 s -> 0.07 s);
+    the QI is named only when one varies."""
+    if facts and eng.scalar(f"SELECT count(*) = count(DISTINCT {ident(person)}) FROM {ident(relation)}"):
+        return
     bad = varying_qi(eng, relation, person, qi)
     if bad:
         raise InputError(f"quasi-identifier {bad[0]!r} varies within person {bad[1]!r} ({person!r}): a person's "
