@@ -16,9 +16,8 @@ from anonydb.sqlgen import ident
 from conftest import make_table, same_values
 
 #: the model parameters every engine's record-owner check runs
-CHECKS = [dict(k=3), dict(k=2, l=2), dict(l=2, l_variant="entropy"), dict(l=2, l_variant="recursive", c=2),
-          dict(l=1.5, l_variant="probabilistic"), dict(t=0.3), dict(t=0.4, distance="ordered"),
-          dict(alpha=0.7, k=2), dict(delta=2.0)]
+CHECKS = [dict(k=3, l=2, t=0.3, alpha=0.7, delta=2.0), dict(l=2, l_variant="entropy", t=0.4, distance="ordered"),
+          dict(l=2, l_variant="recursive", c=2), dict(l=1.5, l_variant="probabilistic")]
 AGE = Hierarchy.from_rows([(str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*") for a in range(20, 80)])
 SEX = Hierarchy.from_rows([("M", "*"), ("F", "*")])
 
