@@ -28,7 +28,7 @@ from ..engines import connect
 from ..engines.base import Engine
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..pseudonyms import pseudonym_sql
-from ..release.publish import PERSON_COLUMN, Publication, constant_qis
+from ..release.publish import PERSON_COLUMN, Publication, constant_qis, stage_name
 from ..schema import RESERVED_PREFIX, split_list
 from ..sources import open_source
 from ..sqlgen import ident, literal
@@ -142,7 +142,7 @@ def linked(persons: str, key: str, events: dict[str, str], qi: str | Iterable[st
         # Mondrian over the persons; its release names each person by an HMAC under a key drawn here
         # and never stored, which maps the classes back to the persons in SQL
         secret = secrets.token_bytes(32)
-        labelled = "__anonydb_stage_linked_" + secrets.token_hex(5)
+        labelled = stage_name("linked", eng)  # a staging name of this writer: a sweep keeps it while we run
         try:
             res = mondrian(judged, qi_cols, sensitive, out=labelled, engine=eng, person=OWNER,
                            pseudonymize=[OWNER], secret_file=secret, hierarchies=hierarchies,
