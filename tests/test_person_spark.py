@@ -5,24 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-import anonydb
 from conftest import spark_view
+from test_spark_methods import duck, sp  # noqa: F401  (fixtures)
 from person_engines import CHECKS, linked_tables, same_check, same_linked, same_releases, same_varying, visits
 
 #: pytest -n: every test of one engine on one worker, which starts its Spark session once
 pytestmark = pytest.mark.xdist_group("spark")
-
-
-@pytest.fixture(scope="module")
-def duck():
-    eng = anonydb.connect()
-    yield eng
-    eng.close()
-
-
-@pytest.fixture(scope="module")
-def sp(spark):
-    return anonydb.connect(spark)
 
 
 @pytest.fixture(scope="module")
