@@ -293,7 +293,13 @@ def test_html_report_structure_and_values(engine, tmp_path):
     assert "<script" not in page and "@import" not in page and "url(" not in page
     assert {"summary", "verdicts", "classes", "class-histogram", "histogram", "risk", "loss", "loss-chart",
             "utility"} <= p.ids
-    assert p.tags["svg"] == 2 and p.tags["rect"] == len(rep["classes"]["histogram"]) + 3
+    # class sizes and loss; the risk section's attacker models (average, at risk) and risk per record
+    rm = rep["risk_models"]
+    assert {"risk-models", "risk-attackers", "risk-distribution"} <= p.ids
+    assert p.tags["svg"] == 5 and p.tags["rect"] == len(rep["classes"]["histogram"]) + 3 + 3 + 2 + len(rm["distribution"])
+    assert rm["sample"]["prosecutor"]["highest"] == pytest.approx(1 / min(sizes))
+    assert rm["sample"]["prosecutor"]["average"] == pytest.approx(len(sizes) / sum(sizes))
+    assert sum(b["records"] for b in rm["distribution"]) == sum(sizes)
     assert "k-anonymity" in page and "every model holds" in page
     # what was not published and how the rows are ordered, in the JSON and on the page
     dropped = [c for c, _ in engine.columns("people") if c not in ("age", "zip", "sex", "disease")]
@@ -342,7 +348,7 @@ def test_cli_release_and_report(tmp_path):
     assert "\r" not in r.stderr and "released 120 rows to release: people_release" in r.stdout
     r = run("report", "spec.yaml", "--db", "wh.duckdb", "--html", "again.html")
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "again.html").read_text().count("<svg") == 2
+    assert (tmp_path / "again.html").read_text().count("<svg") == 5  # class sizes, loss, three of risk
     r = run("report", "people_release", "--db", "wh.duckdb", "--qi", "age,zip,sex", "--k", "50", "--json")
     assert r.returncode == 1  # k = 50 does not hold
     rep = json.loads(r.stdout)

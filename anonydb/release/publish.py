@@ -29,6 +29,8 @@ import re
 import secrets
 import shutil
 import uuid
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -36,6 +38,7 @@ from typing import Any, Iterable
 from ..engines.base import Engine
 from ..errors import AnonyDBError, InputError, option
 from ..pseudonyms import load_key, pseudonym_sql
+from ..risk.assess import GROUP_COLUMNS, Limits, exceeded
 from ..schema import PERSON_COLUMN, RESERVED_PREFIX, split_list, validate_person, validate_roles, varying_qi
 from ..sqlgen import ident, literal
 
@@ -384,6 +387,48 @@ def verify_published(eng: Engine, stage: str, sensitive: str | None, models: lis
                        f"violate){where}; nothing was written")
 
 
+@dataclass
+class RiskGate:
+    """A release's risk limits (a spec's ``risk:`` block): judged on every stage that holds the
+    QIs, over every column it publishes but the sensitive one, before the stage counts as verified."""
+
+    limits: Limits
+    qi: list[str]
+    sensitive: str | None = None
+    exclude: list[str] = field(default_factory=list)  # published pseudonyms: no attacker knows them
+
+
+_RISK_GATE: ContextVar[RiskGate | None] = ContextVar("anonydb_risk_gate", default=None)
+
+
+@contextmanager
+def risk_gate(gate: RiskGate | None):
+    """Judge the stages of every Publication made inside the block against ``gate``."""
+    token = _RISK_GATE.set(gate)
+    try:
+        yield
+    finally:
+        _RISK_GATE.reset(token)
+
+
+def judge_risk(eng: Engine, stages: Iterable[str], person: str | None = None) -> None:
+    """Raise (nothing is written) when a stage breaks the active :class:`RiskGate`'s limits."""
+    gate = _RISK_GATE.get()
+    if gate is None:
+        return
+    for st in stages:
+        cols = [c for c, _ in eng.columns(st)]
+        if not set(gate.qi) <= set(cols):
+            continue  # an ST: the sensitive values, judged through its QIT
+        skip = {gate.sensitive, PERSON_COLUMN, "count", *GROUP_COLUMNS, *gate.exclude}
+        keys = [c for c in cols if c not in skip]
+        who = person if person in cols else (PERSON_COLUMN if PERSON_COLUMN in cols else None)
+        bad = exceeded(gate.limits.assess(eng, st, keys, person=who, name="release"), gate.limits)
+        if bad:
+            raise AnonyDBError(f"verification failed: the release breaks its risk limits: {'; '.join(bad)}; "
+                               f"nothing was written")
+
+
 class Publication:
     """One release in the making, and the only way a staged table gets the user's name.
 
@@ -421,6 +466,7 @@ class Publication:
         ``person`` (a column the method staged to judge record owners by: the
         column is not grouped by; the method drops it once every verification is done)."""
         report = verify_published(self.eng, stage, sensitive, models, keep, what, exclude, **check_args)
+        judge_risk(self.eng, [stage], check_args.get("person"))
         self._record([stage], report)
         return report
 
@@ -439,6 +485,7 @@ class Publication:
         model judged from the method's state); raises with ``failure`` when it does not hold."""
         if not holds:
             raise AnonyDBError(f"verification failed: {failure}; nothing was written")
+        judge_risk(self.eng, list(stages))
         self._record(list(stages), report if report is not None else True)
 
     def _record(self, stages: list[str], report: Any) -> None:

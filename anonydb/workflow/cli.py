@@ -400,6 +400,10 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     tr.add_argument("--json", action="store_true", help="print the points as JSON")
 
+    from . import riskcmd
+
+    riskcmd.add_parser(sub, DB_HELP, ENGINE_HELP, PERSON_HELP)
+
     q = sub.add_parser("sql", help="write anonydb's SQL script: the checks as DuckDB table macros, for `.read` in the "
                                    "DuckDB CLI or any client, with no Python")
     q.add_argument("--out", metavar="PATH", help="write the script here (default: print it)")
@@ -906,6 +910,12 @@ def _bt_arg(text: str, qi: str) -> tuple[Any, float]:
     return dict(zip(qis, bs)), tv
 
 
+def _risk(args: argparse.Namespace) -> int:
+    from . import riskcmd
+
+    return riskcmd.run(args, _engine_for(args, read_only=True))
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     import json
 
@@ -1156,4 +1166,4 @@ if __name__ == "__main__":  # pragma: no cover
 #: the subcommands and their handlers
 _COMMANDS = {"check": _check, "anonymize": _anonymize, "release": _release, "plan": _plan, "report": _report,
              "audit": _audit, "evaluate": _evaluate, "tradeoff": _tradeoff, "demo": _demo,
-             "sql": _sql}
+             "sql": _sql, "risk": _risk}

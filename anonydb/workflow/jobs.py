@@ -104,7 +104,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
               keep: str | Iterable[str] | None = None, seed: int | None = None,
               replace: bool = False, as_view: bool = False, person: str | None = None,
               pseudonymize: str | Iterable[str] | None = None, secret_file: Any = None,
-              progress: Callable[[dict[str, Any]], None] | None = None, **params: Any) -> Release:
+              progress: Callable[[dict[str, Any]], None] | None = None, risk: Any = None, **params: Any) -> Release:
     """Anonymize ``source`` with ``method`` into ``out``; return the verified :class:`Release`.
 
     ``params`` holds the privacy models (``k``, ``l`` with ``l_variant``/``c``, ``t`` with
@@ -121,7 +121,30 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     recompute (``.order`` says which). ``person``: the column naming each record's owner; every
     model then counts distinct persons (mondrian, fulldomain, anatomy), and the column is not
     published as it is. ``pseudonymize``: columns published as keyed pseudonyms (HMAC-SHA256 keyed
-    by ``secret_file``, ``$ANONYDB_SECRET`` or a fresh key; mondrian, fulldomain, anatomy)."""
+    by ``secret_file``, ``$ANONYDB_SECRET`` or a fresh key; mondrian, fulldomain, anatomy). ``risk``:
+    limits the release must meet (a spec's ``risk:`` block: e.g. ``{"max_journalist_risk": 0.05}``,
+    :class:`anonydb.risk.assess.Limits`), judged over every published column but the sensitive one
+    before anything is written."""
+    from ..release.publish import RiskGate, risk_gate
+    from ..risk.assess import Limits
+
+    gate = None
+    if risk is not None:
+        if method == "slicing":
+            raise InputError("risk limits judge a generalized table or a QIT; slicing publishes neither")
+        limits = risk if isinstance(risk, Limits) else Limits.parse(risk)
+        gate = RiskGate(limits, split_list(qi, "quasi-identifiers"), sensitive, split_list(pseudonymize, "pseudonyms"))
+    with risk_gate(gate):
+        return _anonymize(source, qi, sensitive, method=method, out=out, engine=engine, hierarchies=hierarchies,
+                          kinds=kinds, identifiers=identifiers, keep=keep, seed=seed, replace=replace,
+                          as_view=as_view, person=person, pseudonymize=pseudonymize, secret_file=secret_file,
+                          progress=progress, **params)
+
+
+def _anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, method: str, out: str,
+               engine: Any, hierarchies: Any, kinds: Any, identifiers: Any, keep: Any, seed: int | None,
+               replace: bool, as_view: bool, person: str | None, pseudonymize: Any, secret_file: Any,
+               progress: Any, **params: Any) -> Release:
     from .. import methods as m
 
     if method not in METHODS:
@@ -255,7 +278,7 @@ def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files:
                             hierarchies=sp.hierarchies or None, kinds=sp.kinds or None, seed=sp.seed,
                             replace=sp.replace or files_out, as_view=sp.view, progress=progress,
                             keep=keep or None, person=sp.person, pseudonymize=sp.pseudonyms or None,
-                            secret_file=sp.secret_file, **sp.method_params, **sp.model_params())
+                            secret_file=sp.secret_file, risk=sp.risk, **sp.method_params, **sp.model_params())
             dropped = set(rel.dropped) | set(_spec_dropped(eng, sp))
             rel.dropped = [c for c in getattr(sp, "_source_columns", []) if c in dropped]
             if hasattr(rel.result, "dropped"):  # the result's text lists them too

@@ -80,6 +80,13 @@ def prosecutor_risk(eng: Engine, table: str, keys: list[str], threshold: float =
             "records_at_risk": int(r["at_risk"]), "share_at_risk": int(r["at_risk"]) / rows}
 
 
+def _risk_models(eng: Engine, table: str, keys: list[str], threshold: float, person: str | None = None) -> dict:
+    """The attacker models' summary (:func:`anonydb.risk.assess.assess`) over ``keys``."""
+    from ..risk.assess import assess
+
+    return assess(table, keys, engine=eng, threshold=threshold, person=person).to_dict()
+
+
 def generalized_share(eng: Engine, table: str, original: str, qi: list[str]) -> dict[str, float]:
     """Per QI, the share of released records whose value is not a value of the original column
     (generalized or suppressed): a measure that needs no link between release and source rows."""
@@ -151,7 +158,8 @@ def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
     return _jsonable({
         "title": f"anonydb release {rel.table}", "generated": _now(), "method": method, "tables": rel.tables,
         "files": rel.files, "rows": rel.rows, "seconds": rel.seconds, "qi": rel.qi, "sensitive": rel.sensitive,
-        "holds": rel.holds, "verdicts": verdicts, "classes": classes, "risk": risk, "loss": loss,
+        "holds": rel.holds, "verdicts": verdicts, "classes": classes, "risk": risk,
+        "risk_models": _risk_models(eng, risk_table, keys, threshold), "loss": loss,
         "utility": utility, "statements": len(rel.sql), "spec": rel.spec.raw if rel.spec else None,
         "spec_path": rel.spec.path if rel.spec else None,
         "publication": {"dropped": list(rel.dropped), "kept": list(rel.kept), "order": rel.order},
@@ -196,6 +204,7 @@ def table_report(eng: Engine, table: str, qi: str | Iterable[str], sensitive: st
                                 f"FROM {ident(table)}")
             risk = prosecutor_risk(eng, by_values, published, threshold)
         risk["unit"] = f"persons sharing every value but the sensitive one ({', '.join(published)})"
+    risk_models = _risk_models(eng, table, published, threshold, person=person)
     loss = ({"measure": "share of released values that are not original values (generalized or suppressed)",
              "by_qi": generalized_share(eng, table, original, qi_cols)} if original else
             {"measure": "needs the original table (--original)", "by_qi": {}})
@@ -203,7 +212,8 @@ def table_report(eng: Engine, table: str, qi: str | Iterable[str], sensitive: st
                       "tables": {"release": table}, "files": [], "rows": records, "seconds": None,
                       **({"person": person, "persons": persons} if person is not None else {}),
                       "qi": qi_cols, "sensitive": sensitive, "holds": holds, "verdicts": verdicts,
-                      "classes": classes, "risk": risk, "loss": loss, "utility": {}, "statements": None,
+                      "classes": classes, "risk": risk, "risk_models": risk_models, "loss": loss, "utility": {},
+                      "statements": None,
                       "spec": None, "spec_path": None})
 
 
@@ -366,6 +376,9 @@ def render_html(rep: dict[str, Any]) -> str:
                f"<tr><th>records above {_fmt(r['threshold'])}</th><td class=\"num\">{r['records_at_risk']} "
                f"({100 * r['share_at_risk']:.2f}%)</td></tr></table>")
 
+    if rep.get("risk_models"):
+        out.append(risk_section(rep["risk_models"]))
+
     loss = rep["loss"]
     by = loss.get("by_qi", {})
     out.append(f"<h2>Information loss by attribute</h2><p class=\"muted\">{_e(loss['measure'])}</p>")
@@ -384,5 +397,74 @@ def render_html(rep: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-__all__ = ["class_sizes", "generalized_share", "prosecutor_risk", "release_report", "render_html", "table_report",
-           "write_report"]
+def risk_section(d: dict[str, Any]) -> str:
+    """The risk estimates of :meth:`anonydb.risk.assess.RiskReport.to_dict` as HTML: the three attacker
+    models side by side with bars, the risk per record, population uniqueness, sdcMicro's individual
+    and household risk, and SUDA2's contribution per variable."""
+    s, unit = d["sample"], d["unit"]
+    models = [("prosecutor", s["prosecutor"]), ("journalist", s["journalist"])]
+    out = [f"<h2>Re-identification risk by attacker model</h2><p class=\"muted\">{_e(s['n'])} {_e(unit)} in "
+           f"{_e(s['classes'])} classes over {_e(', '.join(d['keys']))}; threshold {_fmt(s['threshold'])}"
+           f"{'; ' + _e(s['convention']) if s.get('convention') else ''}</p>",
+           "<table id=\"risk-models\"><tr><th></th><th>prosecutor</th><th>journalist</th><th>marketer</th></tr>"]
+    for key, label in (("records_at_risk", f"{unit} at risk"), ("highest", "highest risk"), ("lowest", "lowest risk"),
+                       ("average", "average risk (success rate)")):
+        m = _fmt(s["marketer"]) if key == "average" else "-"
+        out.append(f"<tr><th>{_e(label)}</th>" + "".join(f"<td class=\"num\">{_fmt(r[key])}</td>" for _, r in models)
+                   + f"<td class=\"num\">{m}</td></tr>")
+    out.append(f"<tr><th>sample uniqueness</th><td class=\"num\" colspan=\"3\">{_fmt(s['sample_uniqueness'])}</td></tr>"
+               "</table>")
+    names = ["prosecutor", "journalist", "marketer"]
+    out.append("<figure id=\"risk-attackers\">" + bar_chart(
+        names, [float(s["prosecutor"]["average"]), float(s["journalist"]["average"]), float(s["marketer"])],
+        title="average risk by attacker model") + bar_chart(
+        names[:2], [float(s["prosecutor"]["records_at_risk"]), float(s["journalist"]["records_at_risk"])],
+        title=f"share of {unit} at risk above {_fmt(s['threshold'])}") + "</figure>")
+    dist = d["distribution"]
+    labels = [f">= {b['risk_at_least']:g}" for b in dist]
+    out.append("<figure id=\"risk-distribution\">" + bar_chart(
+        labels, [float(b["records"]) for b in dist], title=f"{unit} by prosecutor risk") + "</figure>")
+    p = d.get("population_uniqueness")
+    if p:
+        rows = [(m, p.get(m)) for m in ("zayatz", "pitman", "snb")] + [(f"Dankar's rule ({p['dankar_model']})", p["dankar"])]
+        out.append(f"<h3>Population uniqueness</h3><p class=\"muted\">share of the population's records that are "
+                   f"unique; N = {_e(p['population_size'])}, sampling fraction {_fmt(p['sampling_fraction'])}, sample "
+                   f"uniqueness {_fmt(p['sample_uniqueness'])}</p><table id=\"population-uniqueness\">" + "".join(
+                       f"<tr><th>{_e(m)}</th><td class=\"num\">{'n/a' if v is None else _fmt(v)}</td></tr>"
+                       for m, v in rows) + "</table>")
+    i = d.get("individual")
+    if i:
+        ind, g = i["individual"], i["global"]
+        rows = [("individual risk: highest", ind["max"]), ("individual risk: mean", ind["mean"]),
+                ("expected re-identifications", g["expected_reidentifications"]), ("global risk (share)", g["share"]),
+                (f"{unit} at higher risk than the main part", ind["higher_than_main_part"])]
+        if i.get("household"):
+            hh = i["household"]
+            rows += [("household: expected re-identifications", hh["expected_reidentifications"]),
+                     ("household: share", hh["share"]), ("household: highest", hh["max"])]
+        out.append(f"<h3>Individual risk (sdcMicro{', weights ' + _e(i['weights']) if i.get('weights') else ''})</h3>"
+                   f"<table id=\"individual-risk\">" + "".join(
+                       f"<tr><th>{_e(k)}</th><td class=\"num\">{_fmt(v)}</td></tr>" for k, v in rows) + "</table>")
+    su = d.get("suda")
+    if su:
+        c = su.get("contribution", {})
+        out.append(f"<h3>SUDA2 special uniques</h3><p class=\"muted\">subsets of at most {_e(su['max_size'])} key "
+                   f"variables; {_e(su['records_with_msu'])} {_e(unit)} with a minimal sample unique</p>"
+                   f"<figure id=\"suda-contribution\">" + bar_chart(list(c), [float(v) for v in c.values()],
+                                                                    title="contribution to the SUDA scores", unit="%")
+                   + "</figure>")
+    return "\n".join(out)
+
+
+def write_risk_page(d: dict[str, Any], path: str, option: str = "--html") -> None:
+    """The risk estimates alone as one HTML page, written atomically."""
+    p = Path(path)
+    _check_report_target(p, option, "html")
+    page = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>anonydb risk {_e(d['table'])}"
+            f"</title><style>{CSS}</style></head><body><h1>anonydb risk {_e(d['table'])}</h1>\n{risk_section(d)}"
+            f"\n</body></html>\n")
+    _write_atomic(p, page, option)
+
+
+__all__ = ["class_sizes", "generalized_share", "prosecutor_risk", "release_report", "render_html", "risk_section", "table_report",
+           "write_report", "write_risk_page"]

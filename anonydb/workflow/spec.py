@@ -53,7 +53,7 @@ METHODS = {
 PRIVACY = ("k", "l", "t", "n", "alpha", "delta", "bt")
 FORMATS = ("duckdb", "parquet", "csv")
 TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed", "secret_file",
-       "linked")
+       "linked", "risk")
 
 
 class SpecError(InputError):
@@ -99,6 +99,8 @@ class Spec:
     #: source is then the person table, its person column the key, output.table its own release
     linked: dict[str, dict[str, Any]] = field(default_factory=dict)
     max_suppression: float = 0.0  # linked tables: of each table's persons
+    #: the risk limits the release must meet (``risk:``; anonydb.risk.assess.Limits), or None
+    risk: Any = None
     raw: dict[str, Any] = field(default_factory=dict)
     lines: dict[tuple, int] = field(default_factory=dict)
 
@@ -274,6 +276,7 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
     privacy = _privacy(ck, raw.get("privacy", {}), method)
     out = _output(ck, raw.get("output")) if "output" in raw else {}
     report = _report(ck, raw.get("report"))
+    risk = _risk(ck, raw.get("risk"), base) if "risk" in raw else None
 
     roles = {}
     for a in attrs:
@@ -302,6 +305,8 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
             ck.bad(("attributes",), "linked tables need the person table's key: give it role person")
         if out.get("format", "duckdb") != "duckdb":
             ck.bad(("output", "format"), "linked tables are released as tables (format duckdb)")
+    if risk is not None and (method == "slicing" or linked):
+        ck.bad(("risk",), "risk limits judge a generalized table or a QIT: not a sliced release or linked tables")
     if not privacy and "privacy" not in raw:
         ck.bad(("privacy",), "required key is missing (at least one privacy model)")
     if ck.problems:
@@ -312,7 +317,7 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
                 replace=out.get("replace", False), report_html=_opt_rel(report.get("html"), base),
                 report_json=_opt_rel(report.get("json"), base), database=_opt_rel(database, base), seed=seed, raw=raw,
                 lines=lines, secret_file=_opt_rel(secret_file, base), linked=linked,
-                max_suppression=float(raw["linked"].get("max_suppression", 0.0)) if linked else 0.0)
+                max_suppression=float(raw["linked"].get("max_suppression", 0.0)) if linked else 0.0, risk=risk)
 
 
 def _rel(p: str, base: Path) -> Path:
@@ -546,6 +551,22 @@ def _output(ck: _Checker, v: Any) -> dict[str, Any]:
         if key in v:
             ck.typed(v[key], at + (key,), (bool,), "a boolean")
     return {"table": v.get("table", ""), **{x: v[x] for x in ("format", "path", "view", "replace") if x in v}}
+
+
+def _risk(ck: _Checker, v: Any, base: Path) -> Any:
+    """risk: {max_journalist_risk: 0.05, threshold: 0.2, population: file-or-table, ...}: the limits
+    (anonydb.risk.assess.Limits) a release must meet, its population path relative to the spec."""
+    from ..risk.assess import Limits
+
+    try:
+        limits = Limits.parse(v, "risk")
+    except InputError as e:
+        ck.bad(("risk",), str(e))
+        return None
+    pop = limits.options.get("population")
+    if isinstance(pop, str):
+        limits.options["population"] = _source_path(pop, base)
+    return limits
 
 
 def _report(ck: _Checker, v: Any) -> dict[str, str]:
