@@ -231,7 +231,7 @@ def script() -> str:
     from importlib import resources
 
     release = "\n".join(resources.files("anonydb.sql").joinpath(f).read_text(encoding="utf-8")
-                        for f in ("script_generalize.sql", "script_anatomy.sql"))
+                        for f in ("script_generalize.sql", "script_anatomy.sql", "script_risk.sql"))
     return (head + HIERARCHY_MACRO + "\n" + "\n".join(_macro(c) for c in _checks()) + "\n" + release + "\n"
             + _mondrian_macro())
 
