@@ -204,6 +204,8 @@ def same_as_oracle(rows: list[tuple], weighted: bool, hh: bool, persons: bool) -
     eng = anonydb.connect()
     try:
         make_table(eng, "t", ["k1", "k2", "w", "h", "p"][:len(rows[0])], rows)
+        if not persons:  # records: DOUBLE weights (DECIMAL ones, as the VALUES make them, for persons)
+            eng.execute("ALTER TABLE t ALTER w TYPE DOUBLE")
         got = individual_risk(eng, "t", ["k1", "k2"], weights="w" if weighted else None,
                               household="h" if hh else None, person="p" if persons else None)
         assert got["unit"] == ("persons" if persons else "records") and got["weights"] == ("w" if weighted else None)
@@ -291,3 +293,39 @@ def test_nan_weight_refused(engine):
     engine.execute("CREATE TABLE r AS SELECT 1 AS k, 'NaN'::DOUBLE AS w")
     with pytest.raises(InputError, match="NaN or infinite"):
         individual_risk(engine, "r", ["k"], weights="w")
+
+
+# -- parity across engines (tests/test_risk_individual_postgres.py, _spark.py) ----------------------
+#: the calls every engine must answer as DuckDB does
+CASES = [dict(), dict(weights="w"), dict(weights="w", household="h"),
+         dict(weights="w", household="h", person="p"), dict(household="h", person="p")]
+
+
+def parity_table(engine, name: str) -> str:
+    """200 records of 60 persons in 25 households; keys with NULLs, weights with classes of F = f."""
+    g = random.Random(49)
+    people = [(g.choice([1.0, 1.0, 2.5, 4.0, 12.0, 150.5]), i // 3) for i in range(60)]
+    rows = []
+    for _ in range(200):
+        p = g.randrange(60)
+        rows.append((g.choice([None, "a", "b", "c"]), g.choice([None, 1, 2, 3, 4]), people[p][0], people[p][1], p))
+    make_table(engine, name, ["k1", "k2", "w", "h", "p"], rows)
+    engine.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT k1, k2, CAST(w AS DOUBLE) AS w, h, p FROM {name}")
+    return name
+
+
+def same_figures(duck, other, table: str, kw: dict) -> None:
+    want = individual_risk(duck, table, ["k1", "k2"], **kw)
+    got = individual_risk(other, table, ["k1", "k2"], **kw)
+    assert same_shape(got, want), (kw, got, want)
+
+
+def same_shape(a, b) -> bool:
+    """Equal, ints exactly and of the same type, floats to 1e-9 relative."""
+    if isinstance(a, float) and isinstance(b, float):
+        return close(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_shape(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_shape(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b

@@ -2,7 +2,7 @@
 [Benedetti & Franconi 1998, "Statistical and technological solutions for controlled data
 dissemination"; Franconi & Polettini 2004, "Individual risk estimation in mu-Argus: a review";
 sdcMicro's ``measure_risk`` / ``indivRisk`` / ``freqCalc`` (R/measure_risk.R, R/indivRisk.R,
-R/freqCalc.r); Templ 2017, "Statistical Disclosure Control for Microdata", ch. 3].
+R/freqCalc.r); Templ 2017, "Statistical Disclosure Control for Microdata"].
 
 A record's key class k is the set of records sharing its values on the keys; f_k is the number of
 records in it, F_k the sum of their sampling weights (the estimated population frequency), and
@@ -44,18 +44,21 @@ Where anonydb differs from sdcMicro:
 * sdcMicro's C++ ``compute_risk`` (src/Measure_Risk.h) subtracts 0.0001 from p_k; it serves only
   ``ldiversity``, and ``measure_risk`` reports ``indivRisk``'s values, reproduced here.
 * Sums run in double precision in the database's order (R adds in long double): figures agree to
-  about 1e-12 relative. ``distribution`` counts the units per risk bin (risk >= the bin's bound and
-  < the previous one's), ``household.max`` the largest household risk: not in sdcMicro.
+  about 1e-12 relative. ``distribution`` counts the units (records, or persons) per risk bin (risk >=
+  the bin's bound and < the previous one's) and ``household.max`` is the largest household risk:
+  neither is in sdcMicro.
 
-Cost: one GROUP BY over the table (by the keys, plus the household or the person); everything
-else runs on that grouped table and the key classes: at most ~2 scans of a table no larger than the
-input, and a few statements over the distinct risk values (median and MAD by a running sum).
+Cost: one pass over the table, a GROUP BY by the keys (plus the household, or the person) into a
+scratch table of at most as many rows; the key classes, their risks, the households (or persons) and
+the checks of the input come from that table (read twice), the median and MAD from the distinct
+risk values by a running sum: six statements (seven with persons) besides the scratch tables'
+drops.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 from ..engines.base import Engine
 from ..errors import InputError
@@ -107,10 +110,12 @@ def _check_columns(eng: Engine, table: str, keys: list[str], weights: str | None
 
 def _risk_expr(weighted: bool) -> str:
     """sdcMicro's indivRisk(method = "approx") of a class with _adb_sf records and weight sum _adb_pf,
-    over a relation that also has p = f/F (_adb_p) and p/(1 - p) (_adb_q)."""
+    over a relation that also has p = f/F (_adb_p) and p/(1 - p) (_adb_q). Weights the checks refuse
+    (p <= 0, NULL) give NULL rather than a failing ln(), so that the checks can run afterwards."""
     if not weighted:
         return "1.0 / CAST(_adb_sf AS DOUBLE)"
-    return ("CASE WHEN CAST(_adb_sf AS DOUBLE) = _adb_pf THEN 1.0 / CAST(_adb_sf AS DOUBLE) "
+    return ("CASE WHEN _adb_p IS NULL OR _adb_p <= 0 THEN NULL "
+            "WHEN CAST(_adb_sf AS DOUBLE) = _adb_pf THEN 1.0 / CAST(_adb_sf AS DOUBLE) "
             "WHEN _adb_sf = 1 THEN _adb_q * ln(1.0 / _adb_p) "
             "WHEN _adb_sf = 2 THEN _adb_q - (_adb_q * _adb_q) * ln(1.0 / _adb_p) "
             "ELSE _adb_p / (CAST(_adb_sf AS DOUBLE) - (1.0 - _adb_p)) END")
@@ -124,50 +129,28 @@ def _kth(eng: Engine, hist: str, value: str, n: int) -> float:
     a, b = eng.fetch_rows(
         f"SELECT min(CASE WHEN cum >= {lo} THEN v END), min(CASE WHEN cum >= {hi} THEN v END) FROM "
         f"(SELECT v, sum(c) OVER (ORDER BY v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum FROM "
-        f"(SELECT v, sum(c) AS c FROM (SELECT {value} AS v, _adb_c AS c FROM {ident(hist)}) AS x GROUP BY v) AS y) "
+        f"(SELECT v, sum(c) AS c FROM (SELECT {value} AS v, _adb_c AS c FROM {hist}) AS x GROUP BY v) AS y) "
         f"AS z")[1][0]
     return float(a) if n % 2 else (float(a) + float(b)) / 2
 
 
-def _summary(eng: Engine, hist: str) -> dict[str, Any]:
-    """Individual and global figures and the distribution, from the histogram ``hist`` of the units'
-    risks (_adb_r, _adb_c: the number of units with that risk)."""
-    bins = " ".join(f"WHEN _adb_r >= {_d(b)} THEN {i}" for i, b in enumerate(BINS[:-1]))
-    n, er, mx = eng.fetch_rows(f"SELECT sum(_adb_c), sum(CAST(_adb_c AS DOUBLE) * _adb_r), max(_adb_r) "
-                               f"FROM {ident(hist)}")[1][0]
-    n = int(n or 0)
-    counts = [0] * len(BINS)
-    for i, c in eng.fetch_rows(f"SELECT b, sum(_adb_c) FROM (SELECT CASE {bins} ELSE {len(BINS) - 1} END AS b, "
-                               f"_adb_c FROM {ident(hist)}) AS t GROUP BY b")[1]:
-        counts[int(i)] = int(c)
-    dist = [{"risk_at_least": b, "records": c} for b, c in zip(BINS, counts)]
-    if not n:
-        return {"n": 0, "individual": {"max": 0.0, "mean": 0.0, "median": 0.0, "higher_than_main_part": 0,
-                                       "main_part_threshold": FLOOR},
-                "global": {"expected_reidentifications": 0.0, "share": 0.0}, "distribution": dist}
-    er = float(er)
-    med = _kth(eng, hist, "_adb_r", n)
-    mad = MAD_CONSTANT * _kth(eng, hist, f"abs(_adb_r - {_d(med)})", n)
-    line = med + MAD_FACTOR * mad
-    higher = eng.scalar(f"SELECT coalesce(sum(_adb_c), 0) FROM {ident(hist)} WHERE _adb_r > {_d(line)} "
-                        f"AND _adb_r > {_d(FLOOR)}")
-    return {"n": n,
-            "individual": {"max": float(mx), "mean": er / n, "median": med, "higher_than_main_part": int(higher),
-                           "main_part_threshold": max(FLOOR, line)},
-            "global": {"expected_reidentifications": er, "share": er / n}, "distribution": dist}
-
-
-def _household(eng: Engine, units: str, h: str, m: str, n: int) -> dict[str, Any]:
-    """1 - prod(1 - r) per household over ``units`` (household column ``h``, risk _adb_r, ``m``
-    units per row), given to each member: its sum over the units, share and maximum."""
-    hh = (f"SELECT {h} AS h, sum({m}) AS m, sum(CASE WHEN _adb_r >= 1 THEN {m} ELSE 0 END) AS ones, "
-          f"sum({m} * ln(CASE WHEN _adb_r < 1 THEN 1.0 - _adb_r ELSE 1.0 END)) AS lg FROM {units} GROUP BY {h}")
-    k, er, mx = eng.fetch_rows(
-        f"SELECT count(*), sum(CAST(m AS DOUBLE) * hr), max(hr) FROM (SELECT m, CASE WHEN ones > 0 THEN 1.0 "
-        f"ELSE 1.0 - exp(lg) END AS hr FROM ({hh}) AS g) AS t")[1][0]
-    er = float(er or 0.0)
-    return {"households": int(k), "expected_reidentifications": er, "share": er / n if n else 0.0,
-            "max": float(mx or 0.0)}
+def _figures_sql(hist: str, household: str | None) -> str:
+    """One row: n (_adb_units), sum r, max r and the units per bin (_adb_b0..) from the histogram
+    ``hist`` of the units' risks (_adb_r, _adb_c units with that risk); with ``household`` (a
+    relation of _adb_hh, _adb_m units, _adb_r), the households' count, sum over the units of
+    1 - prod(1 - r) and its maximum (_adb_hk, _adb_her, _adb_hmax)."""
+    bins = ", ".join(f"sum(CASE WHEN _adb_r >= {_d(b)}{f' AND _adb_r < {_d(BINS[i - 1])}' if i else ''} "
+                     f"THEN _adb_c ELSE 0 END) AS _adb_b{i}" for i, b in enumerate(BINS))
+    sql = (f"(SELECT sum(_adb_c) AS _adb_units, sum(CAST(_adb_c AS DOUBLE) * _adb_r) AS _adb_er, "
+           f"max(_adb_r) AS _adb_max, {bins} FROM {hist}) AS a")
+    if household is not None:
+        hh = (f"SELECT _adb_hh, sum(_adb_m) AS m, sum(CASE WHEN _adb_r >= 1 THEN _adb_m ELSE 0 END) AS ones, "
+              f"sum(_adb_m * ln(CASE WHEN _adb_r < 1 THEN 1.0 - _adb_r ELSE 1.0 END)) AS lg FROM {household} "
+              f"GROUP BY _adb_hh")
+        sql += (f" CROSS JOIN (SELECT count(*) AS _adb_hk, sum(CAST(m AS DOUBLE) * hr) AS _adb_her, "
+                f"max(hr) AS _adb_hmax FROM (SELECT m, CASE WHEN ones > 0 THEN 1.0 ELSE 1.0 - exp(lg) END AS hr "
+                f"FROM ({hh}) AS g) AS t) AS b")
+    return sql
 
 
 def individual_risk(eng: Engine, table: str, keys: list[str], *, weights: str | None = None,
@@ -186,118 +169,134 @@ def individual_risk(eng: Engine, table: str, keys: list[str], *, weights: str | 
     wagg = (f", sum({w}) AS _adb_w, min({w}) AS _adb_wmin, max({w}) AS _adb_wmax, "
             f"count(*) - count({w}) AS _adb_wnull, sum(CASE WHEN {w} <= 0 THEN 1 ELSE 0 END) AS _adb_wbad"
             if w else "")
+    h = ident(household) if household else None
     with eng.scratch("irisk") as s:
         # the one pass over the table: its rows grouped by the keys (and the household, or the person)
         if person is None:
-            hcol = f", {ident(household)} AS _adb_h" if household else ""
-            cells = s.table(f"SELECT {k}{hcol}, count(*) AS _adb_n{wagg} FROM {ident(table)} "
-                            f"GROUP BY {k}{', ' + ident(household) if household else ''}")
+            cells = s.table(f"SELECT {k}{f', {h} AS _adb_h' if h else ''}, count(*) AS _adb_n{wagg} "
+                            f"FROM {ident(table)} GROUP BY {k}{f', {h}' if h else ''}")
         else:
-            hagg = (f", min({ident(household)}) AS _adb_hmin, max({ident(household)}) AS _adb_hmax, "
-                    f"count(*) - count({ident(household)}) AS _adb_hnull" if household else "")
+            hagg = (f", min({h}) AS _adb_hmin, max({h}) AS _adb_hmax, count(*) - count({h}) AS _adb_hnull"
+                    if h else "")
             cells = s.table(f"SELECT {k}, {ident(person)} AS _adb_pid, count(*) AS _adb_n{hagg}{wagg} "
                             f"FROM {ident(table)} GROUP BY {k}, {ident(person)}")
-        _check_cells(eng, cells, weights, household, person)
-        # the key classes: f (records, or distinct persons) and F (the weights' sum, as a double)
-        if person is None:
-            pf = "CAST(sum(_adb_w) AS DOUBLE)" if w else "NULL"
-            classes = (f"SELECT {k}, sum(_adb_n) AS _adb_sf, {pf} AS _adb_pf FROM {ident(cells)} GROUP BY {k}")
-        else:
-            pf = "CAST(sum(_adb_wmin) AS DOUBLE)" if w else "NULL"
-            classes = (f"SELECT {k}, count(*) AS _adb_sf, {pf} AS _adb_pf FROM {ident(cells)} GROUP BY {k}")
+        # the key classes: f (records, or distinct persons), F (the weights' sum, as a double), risk
+        unit_f, unit_w = ("sum(_adb_n)", "_adb_w") if person is None else ("count(*)", "_adb_wmin")
+        classes = (f"SELECT {k}, {unit_f} AS _adb_sf, {f'CAST(sum({unit_w}) AS DOUBLE)' if w else 'NULL'} "
+                   f"AS _adb_pf FROM {ident(cells)} GROUP BY {k}")
         if w:
             classes = (f"SELECT c.*, _adb_p / nullif(1.0 - _adb_p, 0) AS _adb_q FROM (SELECT c.*, "
-                       f"CAST(_adb_sf AS DOUBLE) / _adb_pf AS _adb_p FROM ({classes}) AS c) AS c")
+                       f"CAST(_adb_sf AS DOUBLE) / nullif(_adb_pf, 0) AS _adb_p FROM ({classes}) AS c) AS c")
         risks = s.table(f"SELECT {k}, _adb_sf, _adb_pf, {_risk_expr(bool(w))} AS _adb_r FROM ({classes}) AS c")
-        if w:
-            _check_classes(eng, risks, weights)
+        persons = None
         if person is None:
-            hist = s.table(f"SELECT _adb_r, sum(_adb_sf) AS _adb_c FROM {ident(risks)} GROUP BY _adb_r")
+            hist = f"(SELECT _adb_r, sum(_adb_sf) AS _adb_c FROM {ident(risks)} GROUP BY _adb_r) AS h"
+            members = (f"(SELECT u._adb_h AS _adb_hh, u._adb_n AS _adb_m, r._adb_r FROM {ident(cells)} AS u "
+                       f"JOIN {ident(risks)} AS r ON {on}) AS x" if h else None)
         else:
-            hagg = (", min(u._adb_hmin) AS _adb_hmin, max(u._adb_hmax) AS _adb_hmax, "
-                    "sum(u._adb_hnull) AS _adb_hnull" if household else "")
+            hagg = (", min(u._adb_hmin) AS _adb_hmin, max(u._adb_hmax) AS _adb_hmax" if h else "")
             wp = ", min(u._adb_wmin) AS _adb_wmin, max(u._adb_wmax) AS _adb_wmax" if w else ""
             persons = s.table(f"SELECT u._adb_pid, max(r._adb_r) AS _adb_r{wp}{hagg} FROM {ident(cells)} AS u "
                               f"JOIN {ident(risks)} AS r ON {on} GROUP BY u._adb_pid")
-            _check_persons(eng, persons, weights, household, person)
-            hist = s.table(f"SELECT _adb_r, count(*) AS _adb_c FROM {ident(persons)} GROUP BY _adb_r")
-        out = _summary(eng, hist)
-        hh = None
-        if household is not None:
-            if person is None:
-                units = (f"(SELECT u._adb_h, u._adb_n, r._adb_r FROM {ident(cells)} AS u JOIN {ident(risks)} AS r "
-                         f"ON {on}) AS x")
-                hh = _household(eng, units, "_adb_h", "_adb_n", out["n"])
-            else:
-                hh = _household(eng, ident(persons), "_adb_hmin", "1", out["n"])
+            hist = f"(SELECT _adb_r, count(*) AS _adb_c FROM {ident(persons)} GROUP BY _adb_r) AS h"
+            members = (f"(SELECT _adb_hmin AS _adb_hh, 1 AS _adb_m, _adb_r FROM {ident(persons)}) AS x"
+                       if h else None)
+        # the checks of the input and every figure but the median's, in one statement
+        checks = _checks(cells, risks, persons, weights, household, person)
+        got = eng.fetch(f"SELECT * FROM {' CROSS JOIN '.join(sql for sql, _ in checks)}"
+                        f"{' CROSS JOIN ' if checks else ''}{_figures_sql(hist, members)}")[0]
+        for _, refuse in checks:
+            refuse(got)
+        out = _summary(eng, hist, got)
+        if h:
+            n, er = out["n"], float(got["_adb_her"] or 0.0)
+            out["household"] = {"households": int(got["_adb_hk"]), "expected_reidentifications": er,
+                                "share": er / n if n else 0.0, "max": float(got["_adb_hmax"] or 0.0)}
     return {"unit": "persons" if person else "records", "n": out["n"], "weights": weights,
-            "individual": out["individual"], "global": out["global"], "household": hh,
+            "individual": out["individual"], "global": out["global"], "household": out.get("household"),
             "distribution": out["distribution"]}
 
 
-def _check_cells(eng: Engine, cells: str, weights: str | None, household: str | None, person: str | None) -> None:
-    """The rows' weights (numeric, non-NULL, > 0), households and persons (non-NULL), from the
-    grouped table: one statement over it."""
-    parts = []
+def _summary(eng: Engine, hist: str, got: dict[str, Any]) -> dict[str, Any]:
+    """Individual and global figures and the distribution from :func:`_figures_sql`'s row ``got``;
+    the median and MAD from the histogram ``hist`` (two statements), and the units above the line."""
+    n = int(got["_adb_units"] or 0)
+    dist = [{"risk_at_least": b, "records": int(got[f"_adb_b{i}"] or 0)} for i, b in enumerate(BINS)]
+    if not n:
+        return {"n": 0, "individual": {"max": 0.0, "mean": 0.0, "median": 0.0, "higher_than_main_part": 0,
+                                       "main_part_threshold": FLOOR},
+                "global": {"expected_reidentifications": 0.0, "share": 0.0}, "distribution": dist}
+    er = float(got["_adb_er"])
+    med = _kth(eng, hist, "_adb_r", n)
+    mad = MAD_CONSTANT * _kth(eng, hist, f"abs(_adb_r - {_d(med)})", n)
+    line = med + MAD_FACTOR * mad
+    higher = eng.scalar(f"SELECT coalesce(sum(_adb_c), 0) FROM {hist} WHERE _adb_r > {_d(line)} "
+                        f"AND _adb_r > {_d(FLOOR)}")
+    return {"n": n,
+            "individual": {"max": float(got["_adb_max"]), "mean": er / n, "median": med,
+                           "higher_than_main_part": int(higher), "main_part_threshold": max(FLOOR, line)},
+            "global": {"expected_reidentifications": er, "share": er / n}, "distribution": dist}
+
+
+Check = tuple[str, Callable[[dict[str, Any]], None]]
+
+
+def _checks(cells: str, risks: str, persons: str | None, weights: str | None, household: str | None,
+            person: str | None) -> list[Check]:
+    """One-row relations that count what the input must not hold, each with the function that
+    raises InputError (one line, naming the column) on its counts: weights numeric, non-NULL, > 0,
+    finite, summing to at least each class's size; households and persons non-NULL; a person's
+    weight and household the same on all its records."""
+    out: list[Check] = []
     if weights:
-        parts += ["sum(_adb_wnull)", "sum(_adb_wbad)"]
-    if household and person is None:
-        parts.append("sum(CASE WHEN _adb_h IS NULL THEN _adb_n ELSE 0 END)")
-    if household and person is not None:
-        parts.append("sum(_adb_hnull)")
-    if person:
-        parts.append("sum(CASE WHEN _adb_pid IS NULL THEN _adb_n ELSE 0 END)")
-    if not parts:
-        return
-    got = [int(x or 0) for x in eng.fetch_rows(f"SELECT {', '.join(parts)} FROM {ident(cells)}")[1][0]]
+        def refuse_weights(g: dict[str, Any]) -> None:
+            if g["_adb_cwn"]:
+                raise InputError(f"weight column {weights!r} is NULL on {int(g['_adb_cwn'])} rows: every record "
+                                 f"needs its sampling weight")
+            if g["_adb_cwb"]:
+                raise InputError(f"weight column {weights!r} is <= 0 on {int(g['_adb_cwb'])} rows: a sampling "
+                                 f"weight is the number of population units a record stands for (> 0)")
+        out.append((f"(SELECT sum(_adb_wnull) AS _adb_cwn, sum(_adb_wbad) AS _adb_cwb FROM {ident(cells)}) AS cw",
+                    refuse_weights))
+    if household or person:
+        hnull = ("sum(CASE WHEN _adb_h IS NULL THEN _adb_n ELSE 0 END)" if person is None else "sum(_adb_hnull)")
+        pnull = "sum(CASE WHEN _adb_pid IS NULL THEN _adb_n ELSE 0 END)"
+        cols = ", ".join(x for x in (f"{hnull} AS _adb_chn" if household else "",
+                                     f"{pnull} AS _adb_cpn" if person else "") if x)
+
+        def refuse_nulls(g: dict[str, Any]) -> None:
+            if household and g["_adb_chn"]:
+                raise InputError(f"household column {household!r} is NULL on {int(g['_adb_chn'])} rows: give every "
+                                 f"record its household or drop those rows")
+            if person and g["_adb_cpn"]:
+                raise InputError(f"person column {person!r} is NULL on {int(g['_adb_cpn'])} rows: a NULL is not a "
+                                 f"person; give every record its owner or drop those rows")
+        out.append((f"(SELECT {cols} FROM {ident(cells)}) AS cn", refuse_nulls))
     if weights:
-        wnull, wbad = got[:2]
-        got = got[2:]
-        if wnull:
-            raise InputError(f"weight column {weights!r} is NULL on {wnull} rows: every record needs its sampling "
-                             f"weight")
-        if wbad:
-            raise InputError(f"weight column {weights!r} is <= 0 on {wbad} rows: a sampling weight is the number "
-                             f"of population units a record stands for (> 0)")
-    if household:
-        hnull = got.pop(0)
-        if hnull:
-            raise InputError(f"household column {household!r} is NULL on {hnull} rows: give every record its "
-                             f"household or drop those rows")
-    if person:
-        pnull = got.pop(0)
-        if pnull:
-            raise InputError(f"person column {person!r} is NULL on {pnull} rows: a NULL is not a person; give every "
-                             f"record its owner or drop those rows")
+        def refuse_sums(g: dict[str, Any]) -> None:
+            if g["_adb_cft"] is not None and not math.isfinite(float(g["_adb_cft"])):
+                raise InputError(f"weight column {weights!r} holds NaN or infinite values")
+            if g["_adb_cfs"]:
+                raise InputError(f"the weights ({weights!r}) of {int(g['_adb_cfs'])} key classes sum to less than "
+                                 f"the class's size: F_k >= f_k is needed (a weight counts the population units a "
+                                 f"record stands for, >= 1)")
+        out.append((f"(SELECT sum(_adb_pf) AS _adb_cft, sum(CASE WHEN _adb_pf < _adb_sf THEN 1 ELSE 0 END) "
+                    f"AS _adb_cfs FROM {ident(risks)}) AS cf", refuse_sums))
+    if persons is not None and (weights or household):
+        cols = ", ".join(x for x in ("min(CASE WHEN _adb_wmin <> _adb_wmax THEN _adb_pid END) AS _adb_cpw"
+                                     if weights else "",
+                                     "min(CASE WHEN _adb_hmin <> _adb_hmax THEN _adb_pid END) AS _adb_cph"
+                                     if household else "") if x)
 
-
-def _check_classes(eng: Engine, risks: str, weights: str) -> None:
-    """Every class's weight sum is finite and at least its size (F_k >= f_k)."""
-    total, short = eng.fetch_rows(f"SELECT sum(_adb_pf), sum(CASE WHEN _adb_pf < _adb_sf THEN 1 ELSE 0 END) "
-                                  f"FROM {ident(risks)}")[1][0]
-    if total is not None and not math.isfinite(float(total)):
-        raise InputError(f"weight column {weights!r} holds NaN or infinite values")
-    if short:
-        raise InputError(f"the weights ({weights!r}) of {int(short)} key classes sum to less than the class's size: "
-                         f"F_k >= f_k is needed (a weight counts the population units a record stands for, >= 1)")
-
-
-def _check_persons(eng: Engine, persons: str, weights: str | None, household: str | None, person: str) -> None:
-    """A person's weight and household do not vary over its records."""
-    parts = []
-    if weights:
-        parts.append("min(CASE WHEN _adb_wmin <> _adb_wmax THEN _adb_pid END)")
-    if household:
-        parts.append("min(CASE WHEN _adb_hmin <> _adb_hmax THEN _adb_pid END)")
-    if not parts:
-        return
-    got = list(eng.fetch_rows(f"SELECT {', '.join(parts)} FROM {ident(persons)}")[1][0])
-    if weights and got[0] is not None:
-        raise InputError(f"weight column {weights!r} varies over the records of person {got[0]!r} ({person!r}): "
-                         f"a person's weight must be the same on all its records")
-    if household and got[-1] is not None:
-        raise InputError(f"household column {household!r} varies over the records of person {got[-1]!r} "
-                         f"({person!r}): a person belongs to one household")
+        def refuse_varying(g: dict[str, Any]) -> None:
+            if weights and g["_adb_cpw"] is not None:
+                raise InputError(f"weight column {weights!r} varies over the records of person {g['_adb_cpw']!r} "
+                                 f"({person!r}): a person's weight must be the same on all its records")
+            if household and g["_adb_cph"] is not None:
+                raise InputError(f"household column {household!r} varies over the records of person "
+                                 f"{g['_adb_cph']!r} ({person!r}): a person belongs to one household")
+        out.append((f"(SELECT {cols} FROM {ident(persons)}) AS cp", refuse_varying))
+    return out
 
 
 __all__ = ["BINS", "MAD_CONSTANT", "individual_risk"]
