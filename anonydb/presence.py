@@ -83,44 +83,8 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
                              f"bookkeeping ({', '.join(MAPPED_COLUMNS)}); rename the column")
         if not eng.scalar(f"SELECT count(*) FROM {ident(pub)}"):
             raise InputError(f"the public table {pname} is empty: there is nothing to check")
-        validate_all(eng, pub, hierarchies, name=pname)  # the public values are mapped through them
-        pbase, prid = eng.row_ids(s, pub)
-        qis = []
-        for c in qi_cols:
-            lo, hi = f"{c}_lo", f"{c}_hi"
-            if lo in rcols and hi in rcols:
-                qis.append({"name": c, "mode": "range", "lo": lo, "hi": hi, "hier": None, "level": None})
-            else:
-                hq = None
-                if c in hierarchies:
-                    hq = s.name()
-                    hierarchies[c].materialize(eng, hq, pbase, c, temp=True)
-                qis.append({"name": c, "mode": "label", "lo": None, "hi": None, "hier": hq,
-                            "level": label_level(eng, rel, c, hq, (levels or {}).get(c))})
-        n_records = n_persons = None
-        if person is not None:  # one row per (class, person): the map then counts persons per class
-            validate_person(eng, rel, person, qi_cols, None, label=f"the release {rname}")
-            n_records = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}"))
-            n_persons = int(eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(rel)}"))
-            rel = s.table(f"SELECT DISTINCT {', '.join(ident(c) for c in class_columns(qis))}, {ident(person)} "
-                          f"FROM {ident(rel)}")
-        unit = "rows" if person is None else "persons"
-        mapped = s.table(eng.render("presence_map.sql.j2", release=rel, public=pbase,
-                                    prid="rowid" if prid == "rowid" else ident(prid), qis=qis))
-        over = eng.fetch_rows(f"SELECT count(*) FROM {ident(mapped)} WHERE covers > 1")[1][0][0]
-        if over:
-            raise InputError(f"{over} public rows fall in more than one class of {rname}: the release's classes "
-                             f"overlap (delta-presence needs a non-overlapping generalization, Def 3)")
-        bad = eng.fetch_rows(f"SELECT DISTINCT {', '.join(ident(c) for c in qi_cols)}, _adb_nt, _adb_np FROM "
-                             f"{ident(mapped)} WHERE _adb_nt > _adb_np LIMIT 5")[1]
-        no_class = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}") or 0) - int(
-            eng.scalar(f"SELECT coalesce(sum(member), 0) FROM {ident(mapped)}"))
-        if bad or no_class > 0:
-            shown = "; ".join(f"{dict(zip(qi_cols, r[:-2]))}: {r[-2]} private {unit} vs {r[-1]} public rows"
-                              for r in bad)
-            raise InputError(f"the release {rname} is not within the public table {pname}"
-                             + (f": classes with more private {unit} than public rows: {shown}" if bad else
-                                f": {no_class} private {unit} match no public row"))
+        m = map_public(eng, s, rel, pub, qi_cols, rcols, hierarchies, levels, person, rname, pname)
+        mapped, pbase, prid, n_records, n_persons = m.table, m.pbase, m.prid, m.n_records, m.n_persons
         uncovered = int(eng.scalar(f"SELECT count(*) FROM {ident(mapped)} WHERE class_id = 0"))
         report = check(mapped, ["class_id"] + qi_cols, "member", models=[model], engine=eng, max_groups=max_groups,
                        name=rname)
@@ -156,6 +120,66 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
     report.public_outside = n_out  # type: ignore[attr-defined]
     report.public_outside_rows = [dict(zip(pcols + ["presence"], r)) for r in rows]  # type: ignore[attr-defined]
     return report
+
+
+@dataclass
+class Mapped:
+    """A public table mapped onto a release's classes (sql/presence_map.sql.j2): one row per public
+    row with its ``class_id`` (0: no class covers it), ``member`` and the class's ``_adb_nt``
+    (private rows, or persons) and ``_adb_np`` (public rows)."""
+
+    table: str
+    pbase: str
+    prid: str
+    n_records: int | None
+    n_persons: int | None
+
+
+def map_public(eng: Engine, s: Any, rel: str, pub: str, qi_cols: list[str], rcols: dict[str, str],
+               hierarchies: dict[str, Hierarchy], levels: dict[str, int] | None, person: str | None, rname: str,
+               pname: str) -> Mapped:
+    """Map ``pub`` onto the classes of the release ``rel`` (Def 4: a public row belongs to the class
+    whose labels cover its values), checking the preconditions with the offending rows named: the
+    classes do not overlap, and the release lies within the public table."""
+    validate_all(eng, pub, hierarchies, name=pname)  # the public values are mapped through them
+    pbase, prid = eng.row_ids(s, pub)
+    qis = []
+    for c in qi_cols:
+        lo, hi = f"{c}_lo", f"{c}_hi"
+        if lo in rcols and hi in rcols:
+            qis.append({"name": c, "mode": "range", "lo": lo, "hi": hi, "hier": None, "level": None})
+        else:
+            hq = None
+            if c in hierarchies:
+                hq = s.name()
+                hierarchies[c].materialize(eng, hq, pbase, c, temp=True)
+            qis.append({"name": c, "mode": "label", "lo": None, "hi": None, "hier": hq,
+                        "level": label_level(eng, rel, c, hq, (levels or {}).get(c))})
+    n_records = n_persons = None
+    if person is not None:  # one row per (class, person): the map then counts persons per class
+        validate_person(eng, rel, person, qi_cols, None, label=f"the release {rname}")
+        n_records = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}"))
+        n_persons = int(eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(rel)}"))
+        rel = s.table(f"SELECT DISTINCT {', '.join(ident(c) for c in class_columns(qis))}, {ident(person)} "
+                      f"FROM {ident(rel)}")
+    unit = "rows" if person is None else "persons"
+    mapped = s.table(eng.render("presence_map.sql.j2", release=rel, public=pbase,
+                                prid="rowid" if prid == "rowid" else ident(prid), qis=qis))
+    over = eng.fetch_rows(f"SELECT count(*) FROM {ident(mapped)} WHERE covers > 1")[1][0][0]
+    if over:
+        raise InputError(f"{over} public rows fall in more than one class of {rname}: the release's classes "
+                         f"overlap (delta-presence needs a non-overlapping generalization, Def 3)")
+    bad = eng.fetch_rows(f"SELECT DISTINCT {', '.join(ident(c) for c in qi_cols)}, _adb_nt, _adb_np FROM "
+                         f"{ident(mapped)} WHERE _adb_nt > _adb_np LIMIT 5")[1]
+    no_class = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}") or 0) - int(
+        eng.scalar(f"SELECT coalesce(sum(member), 0) FROM {ident(mapped)}"))
+    if bad or no_class > 0:
+        shown = "; ".join(f"{dict(zip(qi_cols, r[:-2]))}: {r[-2]} private {unit} vs {r[-1]} public rows"
+                          for r in bad)
+        raise InputError(f"the release {rname} is not within the public table {pname}"
+                         + (f": classes with more private {unit} than public rows: {shown}" if bad else
+                            f": {no_class} private {unit} match no public row"))
+    return Mapped(mapped, pbase, prid, n_records, n_persons)
 
 
 def class_columns(qis: list[dict[str, Any]]) -> list[str]:

@@ -37,7 +37,7 @@ def _norm(d: dict) -> dict:
 
 
 CASES = [dict(), dict(threshold=0.34, fraction=0.05), dict(population="{pop}"), dict(person="pid", fraction=0.3),
-         dict(weights="w", household="hh")]  # SUDA2 added below once it lands
+         dict(weights="w", household="hh"), dict(suda=True, suda_max_size=2)]
 
 
 def same_risk(duck, other, tables: tuple[str, str], cases=CASES) -> None:

@@ -122,3 +122,34 @@ def test_generalizing_never_raises_prosecutor_risk(engine, rows, merge):
     after = assess("g", ["q1", "q2"], engine=engine).sample["prosecutor"]
     for k in ("highest", "average", "records_at_risk"):
         assert after[k] <= before[k], k
+
+
+def test_raw_population_mapped_onto_a_mondrian_release(engine):
+    """Journalist risk of a Mondrian release against its raw population: each class's F_j is the
+    population rows inside its ranges (a plain-Python count over the release's bounds)."""
+    import random
+
+    from anonydb.methods import anonymize
+
+    rnd = random.Random(11)
+    sample = [(rnd.randint(20, 60), rnd.randint(1, 9), rnd.choice("xy")) for _ in range(60)]
+    extra = [(rnd.randint(20, 60), rnd.randint(1, 9), rnd.choice("xy")) for _ in range(140)]
+    make_table(engine, "smp", ["age", "hours", "dx"], sample)
+    make_table(engine, "pop", ["age", "hours", "dx"], sample + extra)
+    anonymize("smp", ["age", "hours"], "dx", out="rel", engine=engine, k=4, seed=1)
+    rep = assess("rel", engine=engine, sensitive="dx", population="pop", threshold=0.1)
+    assert rep.keys == ["age", "hours"] and "mapped onto rel's classes" in rep.notes[0]
+    bounds = engine.fetch_rows("SELECT age_lo, age_hi, hours_lo, hours_hi, count(*) FROM rel GROUP BY ALL")[1]
+    units, total_pf = [], 0
+    for alo, ahi, hlo, hhi, f in bounds:
+        big_f = sum(1 for a, h, _ in sample + extra if alo <= a <= ahi and hlo <= h <= hhi)
+        units += [(f, big_f)] * f
+        total_pf += big_f
+    n = len(units)
+    j = rep.sample["journalist"]
+    assert j["highest"] == Fraction(1, min(pf for _, pf in units))
+    assert j["records_at_risk"] == Fraction(sum(1 for _, pf in units if Fraction(1, pf) > Fraction(1, 10)), n)
+    marketer = sum(Fraction(1, pf) for _, pf in units) / n
+    assert rep.sample["marketer"] == marketer
+    assert j["average"] == max(Fraction(len(bounds), total_pf), marketer)
+    assert rep.population["population_size"] == 200

@@ -396,6 +396,7 @@ class RiskGate:
     qi: list[str]
     sensitive: str | None = None
     exclude: list[str] = field(default_factory=list)  # published pseudonyms: no attacker knows them
+    hierarchies: dict[str, Any] = field(default_factory=dict)  # to map a raw population onto the labels
 
 
 _RISK_GATE: ContextVar[RiskGate | None] = ContextVar("anonydb_risk_gate", default=None)
@@ -423,7 +424,8 @@ def judge_risk(eng: Engine, stages: Iterable[str], person: str | None = None) ->
         skip = {gate.sensitive, PERSON_COLUMN, "count", *GROUP_COLUMNS, *gate.exclude}
         keys = [c for c in cols if c not in skip]
         who = person if person in cols else (PERSON_COLUMN if PERSON_COLUMN in cols else None)
-        bad = exceeded(gate.limits.assess(eng, st, keys, person=who, name="release"), gate.limits)
+        bad = exceeded(gate.limits.assess(eng, st, keys, person=who, name="release", hierarchies=gate.hierarchies),
+                       gate.limits)
         if bad:
             raise AnonyDBError(f"verification failed: the release breaks its risk limits: {'; '.join(bad)}; "
                                f"nothing was written")

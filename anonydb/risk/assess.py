@@ -105,13 +105,19 @@ def assess(table: str, qi: Iterable[str] | str | None = None, *, engine: Engine 
            population_size: int | None = None, fraction: float | None = None, region: str | None = None,
            weights: str | None = None, household: str | None = None, person: str | None = None,
            suda: bool = False, suda_max_size: int | None = None, exclude: Iterable[str] = (),
-           name: str | None = None) -> RiskReport:
+           name: str | None = None, hierarchies: Mapping[str, Any] | None = None) -> RiskReport:
     """Every risk estimate of ``table`` (a table or a CSV/Parquet file) over ``qi`` (default: every
     column but ``sensitive``, ``person``, ``weights``, ``household``, ``exclude`` and a release's
     group numbers). ``population``: a table in the same coding (journalist and marketer risk, and
     N); ``population_size`` / ``fraction`` / ``region``: N for the population models (at most one).
     ``weights``, ``household``: sdcMicro's individual and household risk. ``suda``: SUDA2 (with
-    ``suda_max_size`` = M). ``name``: what the report calls the table."""
+    ``suda_max_size`` = M). ``name``: what the report calls the table.
+
+    A population that lacks some of the keys (a raw population beside a generalized release) is
+    mapped onto the release's classes as delta-presence maps its public table
+    (:func:`anonydb.presence.map_public`: Mondrian's ranges by their bounds, hierarchy labels
+    through ``hierarchies``, value sets, ``*``), over the keys it holds; the summary then reads
+    those classes."""
     eng = connect(engine)
     t0 = time.perf_counter()
     threshold_fraction(threshold)
@@ -128,8 +134,13 @@ def assess(table: str, qi: Iterable[str] | str | None = None, *, engine: Engine 
         for role, col in roles.items():
             if col and col in keys:
                 raise InputError(f"{col!r} is given both as a key variable and as the {role} column")
-        h = histograms(eng, rel, keys, population=pop, person=person, label=label, population_label=population)
-        rep = RiskReport(label, keys, h.unit, summary(h, threshold), distribution(h))
+        if pop is not None and not set(keys) <= {c for c, _ in eng.columns(pop)}:
+            h = mapped_histograms(eng, s, rel, pop, keys, person=person, hierarchies=hierarchies, label=label,
+                                  population_label=str(population))
+            keys = h.keys
+        else:
+            h = histograms(eng, rel, keys, population=pop, person=person, label=label, population_label=population)
+        rep = RiskReport(label, keys, h.unit, summary(h, threshold), distribution(h), notes=list(h.notes))
         n = h.n
         if n and (given or pop is not None):
             from .population import population_size as resolve_n, uniqueness
@@ -153,6 +164,32 @@ def assess(table: str, qi: Iterable[str] | str | None = None, *, engine: Engine 
             rep.suda = suda2(eng, rel, keys, max_size=suda_max_size, person=person)
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+def mapped_histograms(eng: Engine, s: Any, rel: str, pop: str, keys: list[str], *, person: str | None,
+                      hierarchies: Mapping[str, Any] | None, label: str, population_label: str) -> Any:
+    """The histograms of ``rel``'s classes with F_j the population rows each class covers, the
+    population mapped onto the classes over the keys it holds (one pass of delta-presence's map)."""
+    from ..presence import map_public
+    from .sample import Histograms
+
+    pcols = {c for c, _ in eng.columns(pop)}
+    qi = [k for k in keys if k in pcols]
+    if not qi:
+        raise InputError(f"the population table {population_label} holds none of the key variables "
+                         f"{', '.join(keys)}")
+    if person is not None:
+        raise InputError("a population mapped onto a generalized release counts its rows; with --person give the "
+                         "population in the release's coding (the same key columns)")
+    m = map_public(eng, s, rel, pop, qi, dict(eng.columns(rel)), dict(hierarchies or {}), None, None, label,
+                   f"the population table {population_label}")
+    classes = {(int(f), int(pf)): int(n) for f, pf, n in eng.fetch_rows(
+        f"SELECT _adb_nt, _adb_np, count(DISTINCT class_id) FROM {ident(m.table)} WHERE class_id <> 0 "
+        f"GROUP BY _adb_nt, _adb_np")[1]}
+    h = Histograms(classes, {(f, pf): f * n for (f, pf), n in classes.items()}, "records", population_label, keys=qi)
+    h.notes.append(f"the population is mapped onto {label}'s classes over {', '.join(qi)} (as delta-presence maps "
+                   f"its public table): a class is the records sharing those released values")
+    return h
 
 
 # -- limits a release may require ---------------------------------------------------------------------
@@ -211,11 +248,12 @@ class Limits:
         return cls(bounds, options)
 
     def assess(self, eng: Engine, table: str, keys: list[str], *, person: str | None = None,
-               name: str | None = None) -> RiskReport:
+               name: str | None = None, hierarchies: Mapping[str, Any] | None = None) -> RiskReport:
         o = self.options
         return assess(table, keys, engine=eng, threshold=o.get("threshold", 0.2), population=o.get("population"),
                       population_size=o.get("population_size"), fraction=o.get("fraction"), region=o.get("region"),
-                      weights=o.get("weights") if "max_global_risk" in self.bounds else None, person=person, name=name)
+                      weights=o.get("weights") if "max_global_risk" in self.bounds else None, person=person, name=name,
+                      hierarchies=hierarchies)
 
 
 def exceeded(report: RiskReport, limits: Limits) -> list[str]:

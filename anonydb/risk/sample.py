@@ -56,6 +56,7 @@ class Histograms:
     unit: str  # "records" or "persons"
     population: str | None = None
     notes: list[str] = field(default_factory=list)
+    keys: list[str] | None = None  # the keys the classes are over, when they differ from those asked
 
     @property
     def n(self) -> int:

@@ -322,6 +322,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--person", metavar="COL", help=PERSON_HELP)
     rp.add_argument("--original", metavar="TABLE|FILE", help="the source the release came from (per-QI loss)")
     rp.add_argument("--threshold", type=float, default=0.2, help="risk threshold (default 0.2)")
+    rp.add_argument("--suda", action="store_true", help="the risk section adds SUDA2's special uniques (a table's report)")
     rp.add_argument("--db", help=DB_HELP)
     rp.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     rp.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH", help="hierarchy of an attribute")
@@ -692,8 +693,8 @@ def _report(args: argparse.Namespace) -> int:
     if Path(args.source).suffix.lower() in (".yaml", ".yml"):
         from .jobs import spec_report
 
-        if args.qi or args.original or args.class_column:
-            raise InputError("a spec's report takes its attributes from the spec: drop --qi/--original/--class-column")
+        if args.qi or args.original or args.class_column or args.suda:
+            raise InputError("a spec's report takes its attributes from the spec: drop --qi/--original/--class-column/--suda")
         rep = spec_report(args.source, db=args.db, threshold=args.threshold)
     else:
         if not args.qi:
@@ -713,7 +714,7 @@ def _report(args: argparse.Namespace) -> int:
                 rep = table_report(engine, table, args.qi, args.sensitive, original=original,
                                    class_column=args.class_column, threshold=args.threshold,
                                    hierarchies=dict(parse_hierarchy_arg(h) for h in args.hierarchy) or None,
-                                   person=args.person, **models)
+                                   person=args.person, suda=args.suda, **models)
                 rep["title"], rep["tables"] = f"anonydb report {args.source}", {"release": str(args.source)}
         finally:
             engine.close()

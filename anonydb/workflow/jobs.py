@@ -133,7 +133,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         if method == "slicing":
             raise InputError("risk limits judge a generalized table or a QIT; slicing publishes neither")
         limits = risk if isinstance(risk, Limits) else Limits.parse(risk)
-        gate = RiskGate(limits, split_list(qi, "quasi-identifiers"), sensitive, split_list(pseudonymize, "pseudonyms"))
+        gate = RiskGate(limits, split_list(qi, "quasi-identifiers"), sensitive, split_list(pseudonymize, "pseudonyms"),
+                        dict(hierarchies or {}))
     with risk_gate(gate):
         return _anonymize(source, qi, sensitive, method=method, out=out, engine=engine, hierarchies=hierarchies,
                           kinds=kinds, identifiers=identifiers, keep=keep, seed=seed, replace=replace,

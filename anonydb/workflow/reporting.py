@@ -80,11 +80,13 @@ def prosecutor_risk(eng: Engine, table: str, keys: list[str], threshold: float =
             "records_at_risk": int(r["at_risk"]), "share_at_risk": int(r["at_risk"]) / rows}
 
 
-def _risk_models(eng: Engine, table: str, keys: list[str], threshold: float, person: str | None = None) -> dict:
-    """The attacker models' summary (:func:`anonydb.risk.assess.assess`) over ``keys``."""
+def _risk_models(eng: Engine, table: str, keys: list[str], threshold: float, person: str | None = None,
+                 suda: bool = False) -> dict:
+    """The attacker models' summary (:func:`anonydb.risk.assess.assess`) over ``keys``, with SUDA2's
+    special uniques when ``suda``."""
     from ..risk.assess import assess
 
-    return assess(table, keys, engine=eng, threshold=threshold, person=person).to_dict()
+    return assess(table, keys, engine=eng, threshold=threshold, person=person, suda=suda).to_dict()
 
 
 def generalized_share(eng: Engine, table: str, original: str, qi: list[str]) -> dict[str, float]:
@@ -168,13 +170,14 @@ def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
 
 def table_report(eng: Engine, table: str, qi: str | Iterable[str], sensitive: str | None = None, *,
                  original: str | None = None, class_column: str | None = None, threshold: float = THRESHOLD,
-                 hierarchies: dict[str, Any] | None = None, person: str | None = None,
+                 hierarchies: dict[str, Any] | None = None, person: str | None = None, suda: bool = False,
                  **models: Any) -> dict[str, Any]:
     """The report of any table: the models' verdicts (``models`` as in :func:`anonydb.check`),
     class sizes and prosecutor risk over the QI columns (or ``class_column``), and, with
     ``original`` (the source), the per-QI share of generalized values. ``person``: the column naming
     each record's owner: the verdicts, class sizes and risk count persons (a person's records are
-    one candidate), and the report gives the records and the persons."""
+    one candidate), and the report gives the records and the persons. ``suda``: the risk section adds
+    SUDA2's special uniques and each variable's contribution."""
     from ..checker import check
 
     qi_cols = split_list(qi, "quasi-identifiers")
@@ -204,7 +207,7 @@ def table_report(eng: Engine, table: str, qi: str | Iterable[str], sensitive: st
                                 f"FROM {ident(table)}")
             risk = prosecutor_risk(eng, by_values, published, threshold)
         risk["unit"] = f"persons sharing every value but the sensitive one ({', '.join(published)})"
-    risk_models = _risk_models(eng, table, published, threshold, person=person)
+    risk_models = _risk_models(eng, table, published, threshold, person=person, suda=suda)
     loss = ({"measure": "share of released values that are not original values (generalized or suppressed)",
              "by_qi": generalized_share(eng, table, original, qi_cols)} if original else
             {"measure": "needs the original table (--original)", "by_qi": {}})

@@ -22,6 +22,8 @@ def add_parser(sub: Any, db_help: str, engine_help: str, person_help: str) -> No
     pop.add_argument("--population-size", type=int, metavar="N", help="the population's size (population uniqueness)")
     pop.add_argument("--fraction", type=float, metavar="F", help="the sampling fraction n/N (population uniqueness)")
     pop.add_argument("--region", metavar="NAME", help="a named population size as ARX has them (e.g. usa, uk)")
+    r.add_argument("--hierarchy", action="append", default=[], metavar="ATTR=PATH",
+                   help="a key's hierarchy: maps a raw --population onto a generalized table's labels (repeatable)")
     r.add_argument("--weights", metavar="COL", help="sampling weights: sdcMicro's individual and global risk")
     r.add_argument("--household", metavar="COL", help="a household id: household risk (needs --weights or 1/f)")
     r.add_argument("--person", metavar="COL", help=person_help)
@@ -34,6 +36,7 @@ def add_parser(sub: Any, db_help: str, engine_help: str, person_help: str) -> No
 
 
 def run(args: argparse.Namespace, engine: Any) -> int:
+    from ..hierarchy import parse_hierarchy_arg
     from ..risk.assess import assess
     from .reporting import write_risk_page
 
@@ -41,7 +44,8 @@ def run(args: argparse.Namespace, engine: Any) -> int:
         rep = assess(args.source, args.qi, engine=engine, sensitive=args.sensitive, threshold=args.threshold,
                      population=args.population, population_size=args.population_size, fraction=args.fraction,
                      region=args.region, weights=args.weights, household=args.household, person=args.person,
-                     suda=args.suda or args.suda_max_size is not None, suda_max_size=args.suda_max_size)
+                     suda=args.suda or args.suda_max_size is not None, suda_max_size=args.suda_max_size,
+                     hierarchies=dict(parse_hierarchy_arg(h) for h in args.hierarchy) or None)
     finally:
         engine.close()
     d = rep.to_dict()
