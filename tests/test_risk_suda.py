@@ -250,3 +250,31 @@ def test_fewer_than_three_keys_weigh_as_three(engine):
     suda2(engine, "two", ["a", "b"], scores_table="sc")
     assert [per_record(engine, "sc")[i][0] for i in range(3)] == [2.0, 1.0, 2.0]
     assert math.factorial(3 - 1) == 2
+
+
+# -- the other engines' parity (tests/test_risk_suda_postgres.py, tests/test_risk_suda_spark.py) ----
+
+ENGINE_ROWS = [(1, "a", None, 7), (1, "b", 3, 7), (2, "a", 3, 8), (2, "a", 3, 8), (3, "b", 4, 7), (1, "a", 4, None),
+               (3, "a", 3, 8), (2, "b", 4, 7), (1, "b", 3, 7), (3, "b", 3, 9)]
+
+
+def parity_table(duck, name: str) -> str:
+    """A small table with NULLs, a duplicate and persons (p) of one to three records."""
+    return make(duck, name, ["k0", "k1", "k2", "k3", "p"], [r + (i % 4,) for i, r in enumerate(ENGINE_ROWS)],
+                ["INTEGER", "VARCHAR", "INTEGER", "INTEGER", "INTEGER"])
+
+
+def same_as_duckdb(duck, other, table: str, persons: tuple = (None, "p"), max_size: int | None = None) -> None:
+    """``other`` gives DuckDB's summary (floats to the last few bits), scores and MSUs."""
+    keys = ["k0", "k1", "k2", "k3"]
+    scores = "SELECT score, dis_score, contribution_k0 FROM suda_sc"
+    ms = "SELECT size, msu FROM suda_ms ORDER BY size, msu"
+    for person in persons:
+        d, o = (suda2(e, table, keys, person=person, threshold=0.2, max_size=max_size, scores_table="suda_sc",
+                      msus_table="suda_ms") for e in (duck, other))
+        for key in d:
+            want = pytest.approx(d[key], rel=1e-12) if key in ("score", "dis_score", "contribution") else d[key]
+            assert o[key] == want, key
+        flat = [[x for r in sorted(tuple(r) for r in e.fetch_rows(scores)[1]) for x in r] for e in (duck, other)]
+        assert flat[1] == pytest.approx(flat[0], rel=1e-12)
+        assert other.fetch_rows(ms)[1] == duck.fetch_rows(ms)[1]
