@@ -153,3 +153,17 @@ def test_raw_population_mapped_onto_a_mondrian_release(engine):
     assert rep.sample["marketer"] == marketer
     assert j["average"] == max(Fraction(len(bounds), total_pf), marketer)
     assert rep.population["population_size"] == 200
+
+
+@SETTINGS
+@given(rows=ROWS)
+def test_summary_from_individual_risks_pass_is_the_same(engine, rows):
+    """With weights or households the summary's histogram comes from individual risk's GROUP BY:
+    the same figures as from its own."""
+    engine.execute("DROP TABLE IF EXISTS t")
+    make_table(engine, "t", ["q1", "q2", "hh"], rows)
+    engine.execute("ALTER TABLE t ADD COLUMN w DOUBLE DEFAULT 10")
+    plain = assess("t", ["q1", "q2"], engine=engine)
+    shared = assess("t", ["q1", "q2"], engine=engine, weights="w", household="hh")
+    assert shared.sample == plain.sample and shared.distribution == plain.distribution
+    assert shared.individual["n"] == len(rows)

@@ -134,7 +134,15 @@ def assess(table: str, qi: Iterable[str] | str | None = None, *, engine: Engine 
         for role, col in roles.items():
             if col and col in keys:
                 raise InputError(f"{col!r} is given both as a key variable and as the {role} column")
-        if pop is not None and not set(keys) <= {c for c, _ in eng.columns(pop)}:
+        individual = None
+        if (weights or household) and pop is None and person is None:  # its GROUP BY gives the histogram
+            from .individual import individual_risk
+            from .sample import Histograms
+
+            individual = individual_risk(eng, rel, keys, weights=weights, household=household, class_sizes=True)
+            sizes = individual.pop("class_sizes")
+            h = Histograms({(f, f): c for f, c in sizes.items()}, {(f, f): f * c for f, c in sizes.items()}, "records")
+        elif pop is not None and not set(keys) <= {c for c, _ in eng.columns(pop)}:
             h = mapped_histograms(eng, s, rel, pop, keys, person=person, hierarchies=hierarchies, label=label,
                                   population_label=str(population))
             keys = h.keys
@@ -154,7 +162,9 @@ def assess(table: str, qi: Iterable[str] | str | None = None, *, engine: Engine 
         elif n:
             rep.notes.append("population uniqueness needs the population's size: give --population-size, "
                              "--fraction, --region or --population")
-        if weights or household:
+        if individual is not None:
+            rep.individual = individual
+        elif weights or household:
             from .individual import individual_risk
 
             rep.individual = individual_risk(eng, rel, keys, weights=weights, household=household, person=person)

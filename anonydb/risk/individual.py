@@ -134,34 +134,42 @@ def _kth(eng: Engine, hist: str, value: str, n: int) -> float:
     return float(a) if n % 2 else (float(a) + float(b)) / 2
 
 
-def _figures_sql(hist: str, household: str | None) -> str:
+def _households_sql(members: str) -> str:
+    """Per household of ``members`` (a relation of _adb_hh, _adb_m units, _adb_r): its units, those
+    with r >= 1, and sum m ln(1 - r) over the others."""
+    return (f"SELECT _adb_hh, sum(_adb_m) AS m, sum(CASE WHEN _adb_r >= 1 THEN _adb_m ELSE 0 END) AS ones, "
+            f"sum(_adb_m * ln(CASE WHEN _adb_r < 1 THEN 1.0 - _adb_r ELSE 1.0 END)) AS lg FROM {members} "
+            f"GROUP BY _adb_hh")
+
+
+def _figures_sql(hist: str, households: str | None) -> str:
     """One row: n (_adb_units), sum r, max r and the units per bin (_adb_b0..) from the histogram
-    ``hist`` of the units' risks (_adb_r, _adb_c units with that risk); with ``household`` (a
-    relation of _adb_hh, _adb_m units, _adb_r), the households' count, sum over the units of
+    ``hist`` of the units' risks (_adb_r, _adb_c units with that risk); with ``households`` (a
+    relation of :func:`_households_sql`), the households' count, sum over the units of
     1 - prod(1 - r) and its maximum (_adb_hk, _adb_her, _adb_hmax)."""
     bins = ", ".join(f"sum(CASE WHEN _adb_r >= {_d(b)}{f' AND _adb_r < {_d(BINS[i - 1])}' if i else ''} "
                      f"THEN _adb_c ELSE 0 END) AS _adb_b{i}" for i, b in enumerate(BINS))
     sql = (f"(SELECT sum(_adb_c) AS _adb_units, sum(CAST(_adb_c AS DOUBLE) * _adb_r) AS _adb_er, "
            f"max(_adb_r) AS _adb_max, {bins} FROM {hist}) AS a")
-    if household is not None:
-        hh = (f"SELECT _adb_hh, sum(_adb_m) AS m, sum(CASE WHEN _adb_r >= 1 THEN _adb_m ELSE 0 END) AS ones, "
-              f"sum(_adb_m * ln(CASE WHEN _adb_r < 1 THEN 1.0 - _adb_r ELSE 1.0 END)) AS lg FROM {household} "
-              f"GROUP BY _adb_hh")
+    if households is not None:
         sql += (f" CROSS JOIN (SELECT count(*) AS _adb_hk, sum(CAST(m AS DOUBLE) * hr) AS _adb_her, "
                 f"max(hr) AS _adb_hmax FROM (SELECT m, CASE WHEN ones > 0 THEN 1.0 ELSE 1.0 - exp(lg) END AS hr "
-                f"FROM ({hh}) AS g) AS t) AS b")
+                f"FROM {households} WHERE _adb_hh IS NOT NULL) AS t) AS b")
     return sql
 
 
 def individual_risk(eng: Engine, table: str, keys: list[str], *, weights: str | None = None,
-                    household: str | None = None, person: str | None = None) -> dict[str, Any]:
+                    household: str | None = None, person: str | None = None,
+                    class_sizes: bool = False) -> dict[str, Any]:
     """sdcMicro's individual risk (Benedetti-Franconi approximation, ``measure_risk``), global risk
     and, with ``household``, household risk of ``table`` over the key variables ``keys``, with the
     sampling weights ``weights`` (none: r = 1/f_k) and, with ``person``, persons as the units.
     Returns ``{"unit", "n", "weights", "individual": {max, mean, median, higher_than_main_part,
     main_part_threshold}, "global": {expected_reidentifications, share}, "household": None or
     {households, expected_reidentifications, share, max}, "distribution": [{risk_at_least,
-    records}]}`` (see the module's docstring for the definitions)."""
+    records}]}`` (see the module's docstring for the definitions). ``class_sizes``: also
+    ``"class_sizes"``, class size f -> number of classes (the sample summary's histogram, so that a
+    caller needs no GROUP BY of its own)."""
     keys = _check_columns(eng, table, keys, weights, household, person)
     k = ", ".join(ident(c) for c in keys)
     on = " AND ".join(f"u.{ident(c)} IS NOT DISTINCT FROM r.{ident(c)}" for c in keys)
@@ -171,50 +179,58 @@ def individual_risk(eng: Engine, table: str, keys: list[str], *, weights: str | 
             if w else "")
     h = ident(household) if household else None
     with eng.scratch("irisk") as s:
-        # the one pass over the table: its rows grouped by the keys (and the household, or the person)
         if person is None:
-            cells = s.table(f"SELECT {k}{f', {h} AS _adb_h' if h else ''}, count(*) AS _adb_n{wagg} "
-                            f"FROM {ident(table)} GROUP BY {k}{f', {h}' if h else ''}")
+            # the one GROUP BY of the table: its key classes, f and F (the weights' sum, as a double)
+            cells = s.table(f"SELECT {k}, count(*) AS _adb_n, count(*) AS _adb_sf, "
+                            f"{f'CAST(sum({w}) AS DOUBLE)' if w else 'NULL'} AS _adb_pf{wagg} "
+                            f"FROM {ident(table)} GROUP BY {k}")
+            classes = f"SELECT * FROM {ident(cells)}"
         else:
+            # the one pass over the table: its rows grouped by the keys and the person
             hagg = (f", min({h}) AS _adb_hmin, max({h}) AS _adb_hmax, count(*) - count({h}) AS _adb_hnull"
                     if h else "")
             cells = s.table(f"SELECT {k}, {ident(person)} AS _adb_pid, count(*) AS _adb_n{hagg}{wagg} "
                             f"FROM {ident(table)} GROUP BY {k}, {ident(person)}")
-        # the key classes: f (records, or distinct persons), F (the weights' sum, as a double), risk
-        unit_f, unit_w = ("sum(_adb_n)", "_adb_w") if person is None else ("count(*)", "_adb_wmin")
-        classes = (f"SELECT {k}, {unit_f} AS _adb_sf, {f'CAST(sum({unit_w}) AS DOUBLE)' if w else 'NULL'} "
-                   f"AS _adb_pf FROM {ident(cells)} GROUP BY {k}")
+            # the key classes: f (distinct persons), F (the persons' weights' sum, as a double)
+            classes = (f"SELECT {k}, count(*) AS _adb_sf, {'CAST(sum(_adb_wmin) AS DOUBLE)' if w else 'NULL'} "
+                       f"AS _adb_pf FROM {ident(cells)} GROUP BY {k}")
         if w:
             classes = (f"SELECT c.*, _adb_p / nullif(1.0 - _adb_p, 0) AS _adb_q FROM (SELECT c.*, "
                        f"CAST(_adb_sf AS DOUBLE) / nullif(_adb_pf, 0) AS _adb_p FROM ({classes}) AS c) AS c")
         risks = s.table(f"SELECT {k}, _adb_sf, _adb_pf, {_risk_expr(bool(w))} AS _adb_r FROM ({classes}) AS c")
-        persons = None
+        persons = households = None
         if person is None:
             hist = f"(SELECT _adb_r, sum(_adb_sf) AS _adb_c FROM {ident(risks)} GROUP BY _adb_r) AS h"
-            members = (f"(SELECT u._adb_h AS _adb_hh, u._adb_n AS _adb_m, r._adb_r FROM {ident(cells)} AS u "
-                       f"JOIN {ident(risks)} AS r ON {on}) AS x" if h else None)
+            if h:  # the second read of the table: each record's household beside its class's risk
+                households = s.table(_households_sql(
+                    f"(SELECT t.{h} AS _adb_hh, 1 AS _adb_m, r._adb_r FROM {ident(table)} AS t "
+                    f"JOIN {ident(risks)} AS r ON {on.replace('u.', 't.')}) AS x"))
         else:
             hagg = (", min(u._adb_hmin) AS _adb_hmin, max(u._adb_hmax) AS _adb_hmax" if h else "")
             wp = ", min(u._adb_wmin) AS _adb_wmin, max(u._adb_wmax) AS _adb_wmax" if w else ""
             persons = s.table(f"SELECT u._adb_pid, max(r._adb_r) AS _adb_r{wp}{hagg} FROM {ident(cells)} AS u "
                               f"JOIN {ident(risks)} AS r ON {on} GROUP BY u._adb_pid")
             hist = f"(SELECT _adb_r, count(*) AS _adb_c FROM {ident(persons)} GROUP BY _adb_r) AS h"
-            members = (f"(SELECT _adb_hmin AS _adb_hh, 1 AS _adb_m, _adb_r FROM {ident(persons)}) AS x"
-                       if h else None)
+            if h:
+                households = f"({_households_sql(f'(SELECT _adb_hmin AS _adb_hh, 1 AS _adb_m, _adb_r FROM {ident(persons)}) AS x')}) AS g"
         # the checks of the input and every figure but the median's, in one statement
-        checks = _checks(cells, risks, persons, weights, household, person)
+        checks = _checks(cells, risks, persons, households if person is None else None, weights, household, person)
+        hh_rel = (ident(households) if person is None else households) if households else None
         got = eng.fetch(f"SELECT * FROM {' CROSS JOIN '.join(sql for sql, _ in checks)}"
-                        f"{' CROSS JOIN ' if checks else ''}{_figures_sql(hist, members)}")[0]
+                        f"{' CROSS JOIN ' if checks else ''}{_figures_sql(hist, hh_rel)}")[0]
         for _, refuse in checks:
             refuse(got)
         out = _summary(eng, hist, got)
+        if class_sizes:
+            out["class_sizes"] = {int(f): int(c) for f, c in eng.fetch_rows(
+                f"SELECT _adb_sf, count(*) FROM {ident(risks)} GROUP BY _adb_sf ORDER BY 1")[1]}
         if h:
             n, er = out["n"], float(got["_adb_her"] or 0.0)
             out["household"] = {"households": int(got["_adb_hk"]), "expected_reidentifications": er,
                                 "share": er / n if n else 0.0, "max": float(got["_adb_hmax"] or 0.0)}
     return {"unit": "persons" if person else "records", "n": out["n"], "weights": weights,
             "individual": out["individual"], "global": out["global"], "household": out.get("household"),
-            "distribution": out["distribution"]}
+            "distribution": out["distribution"], **({"class_sizes": out["class_sizes"]} if class_sizes else {})}
 
 
 def _summary(eng: Engine, hist: str, got: dict[str, Any]) -> dict[str, Any]:
@@ -241,8 +257,8 @@ def _summary(eng: Engine, hist: str, got: dict[str, Any]) -> dict[str, Any]:
 Check = tuple[str, Callable[[dict[str, Any]], None]]
 
 
-def _checks(cells: str, risks: str, persons: str | None, weights: str | None, household: str | None,
-            person: str | None) -> list[Check]:
+def _checks(cells: str, risks: str, persons: str | None, households: str | None, weights: str | None,
+            household: str | None, person: str | None) -> list[Check]:
     """One-row relations that count what the input must not hold, each with the function that
     raises InputError (one line, naming the column) on its counts: weights numeric, non-NULL, > 0,
     finite, summing to at least each class's size; households and persons non-NULL; a person's
@@ -259,7 +275,8 @@ def _checks(cells: str, risks: str, persons: str | None, weights: str | None, ho
         out.append((f"(SELECT sum(_adb_wnull) AS _adb_cwn, sum(_adb_wbad) AS _adb_cwb FROM {ident(cells)}) AS cw",
                     refuse_weights))
     if household or person:
-        hnull = ("sum(CASE WHEN _adb_h IS NULL THEN _adb_n ELSE 0 END)" if person is None else "sum(_adb_hnull)")
+        hnull = ("sum(_adb_hnull)" if person is not None else
+                 f"(SELECT coalesce(sum(m), 0) FROM {ident(households)} WHERE _adb_hh IS NULL)" if households else "0")
         pnull = "sum(CASE WHEN _adb_pid IS NULL THEN _adb_n ELSE 0 END)"
         cols = ", ".join(x for x in (f"{hnull} AS _adb_chn" if household else "",
                                      f"{pnull} AS _adb_cpn" if person else "") if x)
@@ -271,7 +288,7 @@ def _checks(cells: str, risks: str, persons: str | None, weights: str | None, ho
             if person and g["_adb_cpn"]:
                 raise InputError(f"person column {person!r} is NULL on {int(g['_adb_cpn'])} rows: a NULL is not a "
                                  f"person; give every record its owner or drop those rows")
-        out.append((f"(SELECT {cols} FROM {ident(cells)}) AS cn", refuse_nulls))
+        out.append((f"(SELECT {cols}{f' FROM {ident(cells)}' if person else ''}) AS cn", refuse_nulls))
     if weights:
         def refuse_sums(g: dict[str, Any]) -> None:
             if g["_adb_cft"] is not None and not math.isfinite(float(g["_adb_cft"])):
