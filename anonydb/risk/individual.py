@@ -64,9 +64,11 @@ from ..engines.base import Engine
 from ..errors import InputError
 from ..schema import RESERVED_PREFIX, is_numeric_type
 from ..sqlgen import ident
+from .sample import RISK_BINS
 
-#: the bins of ``distribution``: units with risk >= each bound (and < the previous bound)
-BINS = (1.0, 0.5, 0.2, 0.1, 0.05, 0.01, 0.0)
+#: the bins of ``distribution``: units with risk >= each bound (and < the previous bound), the
+#: sample summary's
+BINS = tuple(float(b) for b in RISK_BINS)
 #: R's ``mad()`` constant, 1/qnorm(3/4) rounded as R writes it
 MAD_CONSTANT = 1.4826
 #: sdcMicro's "higher risk than the main part": r > median + MAD_FACTOR * mad and r > FLOOR

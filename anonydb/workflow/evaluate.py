@@ -32,7 +32,6 @@ from ..schema import is_numeric_type, split_list
 from ..sources import open_source
 from ..sqlgen import ident
 
-RISK_BINS = (1.0, 0.5, 0.2, 0.1, 0.05, 0.01, 0.0)
 
 
 @dataclass
@@ -129,42 +128,26 @@ def similarity(eng: Engine, s: Any, parts: Parts, *, hierarchy: Hierarchy | None
 def reidentification_risk(eng: Engine, table: str, keys: list[str], *, population: str | None = None,
                           threshold: float = 0.2) -> dict[str, Any]:
     """Prosecutor, journalist (with ``population`` in the release's coding: the same key columns)
-    and marketer risk of the records of ``table`` whose identity class is read from ``keys``."""
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
-        raise InputError(f"risk threshold must lie in (0, 1], got {threshold!r}")
-    k = ", ".join(ident(c) for c in keys)
-    if population is not None:
-        have = dict(eng.columns(population))
-        missing = [c for c in keys if c not in have]
-        if missing:
-            raise InputError(f"the population {population!r} lacks the release's key columns {missing}")
-        on = " AND ".join(f"p.{ident(c)} IS NOT DISTINCT FROM f.{ident(c)}" for c in keys)
-        pop = (f"SELECT f.*, greatest(coalesce(p.n, 0), f.n) AS pn FROM f LEFT JOIN (SELECT {k}, count(*) AS n FROM "
-               f"{ident(population)} GROUP BY ALL) AS p ON {on}")
-    else:
-        pop = "SELECT f.*, f.n AS pn FROM f"
-    bins = " ".join(f"WHEN 1.0 / n >= {b!r} THEN {b!r}" for b in RISK_BINS[:-1])
-    r = eng.fetch(
-        f"WITH f AS (SELECT {k}, count(*) AS n FROM {ident(table)} GROUP BY ALL), c AS ({pop}) "
-        f"SELECT count(*) AS classes, sum(n) AS rows, min(n) AS mn, min(pn) AS mpn, "
-        f"sum(n * 1.0 / pn) AS marketer_sum, "
-        f"coalesce(sum(n) FILTER (WHERE 1.0 / n > {float(threshold)!r}), 0) AS at_risk, "
-        f"coalesce(sum(n) FILTER (WHERE 1.0 / pn > {float(threshold)!r}), 0) AS j_at_risk FROM c")[0]
-    rows = int(r["rows"] or 0)
+    and marketer risk of the records of ``table`` whose identity class is read from ``keys``, with
+    the distribution of record risk (:mod:`anonydb.risk.sample`, the one definition)."""
+    from ..risk.sample import distribution, histograms, summary
+
+    h = histograms(eng, table, keys, population=population)
+    s = summary(h, threshold)
+    rows = int(s["n"])
     if not rows:
         return {"rows": 0}
-    hist = eng.fetch_rows(f"WITH f AS (SELECT count(*) AS n FROM {ident(table)} GROUP BY {k}) "
-                          f"SELECT CASE {bins} ELSE 0.0 END AS b, sum(n) FROM f GROUP BY 1 ORDER BY 1 DESC")[1]
+    p, j = s["prosecutor"], s["journalist"]
     out: dict[str, Any] = {
-        "rows": rows, "classes": int(r["classes"]), "threshold": threshold,
-        "prosecutor": {"highest": 1 / int(r["mn"]), "average": int(r["classes"]) / rows,
-                       "records_at_risk": int(r["at_risk"]), "share_at_risk": int(r["at_risk"]) / rows},
-        "marketer": float(r["marketer_sum"]) / rows,
-        "distribution": [{"risk_at_least": float(b), "records": int(c)} for b, c in hist],
+        "rows": rows, "classes": int(s["classes"]), "threshold": threshold,
+        "prosecutor": {"highest": float(p["highest"]), "average": float(p["average"]),
+                       "records_at_risk": int(p["records_at_risk"] * rows), "share_at_risk": float(p["records_at_risk"])},
+        "marketer": float(s["marketer"]),
+        "distribution": [d for d in distribution(h) if d["records"]],
     }
     if population is not None:
-        out["journalist"] = {"highest": 1 / int(r["mpn"]), "records_at_risk": int(r["j_at_risk"]),
-                             "share_at_risk": int(r["j_at_risk"]) / rows}
+        out["journalist"] = {"highest": float(j["highest"]), "records_at_risk": int(j["records_at_risk"] * rows),
+                             "share_at_risk": float(j["records_at_risk"])}
     return out
 
 

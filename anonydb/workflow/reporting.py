@@ -66,27 +66,29 @@ def class_sizes(eng: Engine, table: str, keys: list[str]) -> dict[str, Any]:
 
 
 def prosecutor_risk(eng: Engine, table: str, keys: list[str], threshold: float = THRESHOLD) -> dict[str, Any]:
-    """Prosecutor risk: record risk 1/|class|; highest, average, records above ``threshold``."""
-    if not 0 < threshold <= 1:
-        raise InputError(f"risk threshold must lie in (0, 1], got {threshold!r}")
-    cols = ", ".join(ident(c) for c in keys)
-    r = eng.fetch(f"SELECT count(*) AS classes, sum(n) AS rows, min(n) AS mn, "
-                  f"coalesce(sum(n) FILTER (WHERE 1.0 / n > {float(threshold)!r}), 0) AS at_risk "
-                  f"FROM (SELECT count(*) AS n FROM {ident(table)} GROUP BY {cols}) AS s")[0]
-    rows = int(r["rows"] or 0)
-    if not rows:
+    """Prosecutor risk: record risk 1/|class|; highest, average, records above ``threshold``
+    (:mod:`anonydb.risk.sample`, the one definition)."""
+    from ..risk.sample import histograms, summary
+
+    return prosecutor_of(summary(histograms(eng, table, keys), threshold), threshold)
+
+
+def prosecutor_of(s: dict[str, Any], threshold: float) -> dict[str, Any]:
+    """The report's prosecutor figures from a sample summary (:func:`anonydb.risk.sample.summary`)."""
+    n, p = int(s["n"]), s["prosecutor"]
+    if not n:
         return {"threshold": threshold, "highest": 0.0, "average": 0.0, "records_at_risk": 0, "share_at_risk": 0.0}
-    return {"threshold": threshold, "highest": 1 / int(r["mn"]), "average": int(r["classes"]) / rows,
-            "records_at_risk": int(r["at_risk"]), "share_at_risk": int(r["at_risk"]) / rows}
+    return {"threshold": threshold, "highest": float(p["highest"]), "average": float(p["average"]),
+            "records_at_risk": int(p["records_at_risk"] * n), "share_at_risk": float(p["records_at_risk"])}
 
 
 def _risk_models(eng: Engine, table: str, keys: list[str], threshold: float, person: str | None = None,
-                 suda: bool = False) -> dict:
-    """The attacker models' summary (:func:`anonydb.risk.assess.assess`) over ``keys``, with SUDA2's
-    special uniques when ``suda``."""
+                 suda: bool = False) -> Any:
+    """The attacker models (:func:`anonydb.risk.assess.assess`) over ``keys``, with SUDA2's special
+    uniques when ``suda``: a :class:`anonydb.risk.assess.RiskReport`."""
     from ..risk.assess import assess
 
-    return assess(table, keys, engine=eng, threshold=threshold, person=person, suda=suda).to_dict()
+    return assess(table, keys, engine=eng, threshold=threshold, person=person, suda=suda)
 
 
 def generalized_share(eng: Engine, table: str, original: str, qi: list[str]) -> dict[str, float]:
@@ -125,7 +127,8 @@ def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
     if method != "slicing":  # over every published column but the sensitive one (and the QIT's group id)
         keys = [c for c, _ in eng.columns(risk_table) if c not in (rel.sensitive, "group_id")]
         unit = f"records sharing every published value but the sensitive one ({', '.join(keys)})"
-    risk = prosecutor_risk(eng, risk_table, keys, threshold)
+    models = _risk_models(eng, risk_table, keys, threshold)
+    risk = prosecutor_of(models.sample, threshold)
     risk["unit"] = unit
     if method == "mondrian":
         loss = {"measure": "NCP (normalized certainty penalty, average over records) [Xu et al. 2006]",
@@ -161,7 +164,7 @@ def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
         "title": f"anonydb release {rel.table}", "generated": _now(), "method": method, "tables": rel.tables,
         "files": rel.files, "rows": rel.rows, "seconds": rel.seconds, "qi": rel.qi, "sensitive": rel.sensitive,
         "holds": rel.holds, "verdicts": verdicts, "classes": classes, "risk": risk,
-        "risk_models": _risk_models(eng, risk_table, keys, threshold), "loss": loss,
+        "risk_models": models.to_dict(), "loss": loss,
         "utility": utility, "statements": len(rel.sql), "spec": rel.spec.raw if rel.spec else None,
         "spec_path": rel.spec.path if rel.spec else None,
         "publication": {"dropped": list(rel.dropped), "kept": list(rel.kept), "order": rel.order},
@@ -195,7 +198,8 @@ def table_report(eng: Engine, table: str, qi: str | Iterable[str], sensitive: st
     if person is None:
         classes = class_sizes(eng, table, keys)
         classes["unit"] = class_column or "records sharing the QI values"
-        risk = prosecutor_risk(eng, table, published, threshold)
+        models = _risk_models(eng, table, published, threshold, suda=suda)
+        risk = prosecutor_of(models.sample, threshold)
         risk["unit"] = f"records sharing every value but the sensitive one ({', '.join(published)})"
     else:  # one candidate per person: the distinct (values, person) pairs
         persons = eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(table)}")
@@ -207,7 +211,8 @@ def table_report(eng: Engine, table: str, qi: str | Iterable[str], sensitive: st
                                 f"FROM {ident(table)}")
             risk = prosecutor_risk(eng, by_values, published, threshold)
         risk["unit"] = f"persons sharing every value but the sensitive one ({', '.join(published)})"
-    risk_models = _risk_models(eng, table, published, threshold, person=person, suda=suda)
+        models = _risk_models(eng, table, published, threshold, person=person, suda=suda)
+    risk_models = models.to_dict()
     loss = ({"measure": "share of released values that are not original values (generalized or suppressed)",
              "by_qi": generalized_share(eng, table, original, qi_cols)} if original else
             {"measure": "needs the original table (--original)", "by_qi": {}})
