@@ -19,7 +19,7 @@ from .engines.base import Engine
 from .engines import connect
 from .errors import InputError
 from .hierarchy import validate_all
-from .models import (AlphaKAnonymity, DeltaDisclosure, GroupContext, GroupViolation, KAnonymity, LDiversity, Model,
+from .models import (AlphaKAnonymity, BetaLikeness, DeltaDisclosure, GroupContext, GroupViolation, KAnonymity, LDiversity, Model,
                      NTCloseness, TCloseness, Verdict)
 from .schema import is_numeric_type, split_list, validate_person, validate_roles
 from .sources import open_source
@@ -112,7 +112,7 @@ def _fmt(x: Any) -> str:
 
 def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distance=None, n=None,
                  delta=None, alpha=None, supersets="subsets", reference="table", bt=None,
-                 bt_distance=None) -> list[Model]:
+                 bt_distance=None, beta=None, beta_variant="basic") -> list[Model]:
     """The models named by the usual parameters (as in the CLI). ``bt``: (B,t)-privacy as one
     (b, t) pair or a list of them (skyline (B,t)-privacy), ``bt_distance`` its D."""
     models: list[Model] = []
@@ -136,6 +136,10 @@ def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distan
         raise InputError("distance applies to t-closeness: give t as well")
     if delta is not None:
         models.append(DeltaDisclosure(delta))
+    if beta is not None:
+        models.append(BetaLikeness(beta, beta_variant or "basic"))
+    elif beta_variant not in (None, "basic"):
+        raise InputError("beta_variant applies to beta-likeness: give beta as well")
     if bt is not None:
         from .models.bt_privacy import BTPrivacy
 

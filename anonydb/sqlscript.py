@@ -123,6 +123,16 @@ def _checks() -> list[Check]:
                                  "ELSE count(DISTINCT _adb_p) END FROM _adb_src)"),
                        domain=SQL("(SELECT count(*) FROM _adb_glob)"), delta=SQL("delta")).sql,
                      worst="max", exact=False))
+    total = SQL("(SELECT CASE WHEN person IS NULL THEN (SELECT sum(_adb_cnt) FROM _adb_glob) "
+                "ELSE count(DISTINCT _adb_p) END FROM _adb_src)")
+    for variant in ("basic", "enhanced"):
+        out.append(Check("anonydb_check_beta" + ("_enhanced" if variant == "enhanced" else ""),
+                         "beta-likeness" if variant == "basic" else "enhanced beta-likeness", ["beta"],
+                         [("beta IS NULL OR beta <= 0", "'beta must be > 0, got ' || " + _show("beta"))],
+                         r("model_beta_likeness.sql.j2", keys=KEYS, cells="_adb_cells", glob="_adb_glob",
+                           groups="_adb_groups", sa_nulls=True, total=total, b_num=_num("beta"), b_den=SCALE,
+                           enhanced=variant == "enhanced").sql,
+                         worst="max", exact=variant == "basic"))
     return out
 
 

@@ -930,6 +930,198 @@ SELECT 'delta-disclosure' AS model,
 FROM _adb_summary, _adb_guard, _adb_pguard
 WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
 
+CREATE OR REPLACE MACRO anonydb_check_beta(tbl, qis, sa, beta, person := NULL) AS TABLE
+WITH _adb_cols AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
+    FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
+), _adb_guard AS (
+    SELECT CASE
+             WHEN len(qis) = 0 THEN error('anonydb: ' || 'give at least one quasi-identifier')
+             WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
+             WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
+             WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
+             WHEN beta IS NULL OR beta <= 0 THEN error('anonydb: ' || 'beta must be > 0, got ' || coalesce(CAST(beta AS VARCHAR), 'NULL'))
+             ELSE TRUE END AS _adb_ok
+    FROM _adb_cols
+), _adb_src AS (
+    SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
+SELECT "_adb_key",
+       sum(_adb_cnt) AS _adb_n,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_cells"
+GROUP BY "_adb_key"
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_summary0 AS (
+WITH v AS (
+WITH cell AS (
+    SELECT c."_adb_key",  g._adb_n,
+           CAST(c._adb_cnt AS HUGEINT) AS _adb_c, CAST(q._adb_cnt AS HUGEINT) AS _adb_q,
+           CAST(g._adb_n AS HUGEINT) AS _adb_gn
+    FROM "_adb_cells" AS c
+    JOIN "_adb_glob" AS q ON c._adb_sa IS NOT DISTINCT FROM q._adb_sa
+    JOIN "_adb_groups" AS g ON c."_adb_key" IS NOT DISTINCT FROM g."_adb_key"
+), ranked AS (
+    SELECT cell.*, _adb_c * (SELECT CASE WHEN person IS NULL THEN (SELECT sum(_adb_cnt) FROM _adb_glob) ELSE count(DISTINCT _adb_p) END FROM _adb_src) - _adb_gn * _adb_q AS _adb_gain, _adb_gn * _adb_q AS _adb_base,
+           row_number() OVER (PARTITION BY "_adb_key" ORDER BY CAST(_adb_c AS DOUBLE) / CAST(_adb_q AS DOUBLE) DESC)
+               AS _adb_rk
+    FROM cell
+), grp AS (
+    SELECT "_adb_key", _adb_n,
+           max(CASE WHEN _adb_rk = 1 THEN _adb_gain END) AS _adb_gain,
+           max(CASE WHEN _adb_rk = 1 THEN _adb_base END) AS _adb_base,
+           bool_and(_adb_c * (SELECT CASE WHEN person IS NULL THEN (SELECT sum(_adb_cnt) FROM _adb_glob) ELSE count(DISTINCT _adb_p) END FROM _adb_src) * 1000000000 <= (CAST(round(CAST(beta AS DOUBLE) * 1000000000) AS HUGEINT) + 1000000000) * _adb_gn * _adb_q) AS _adb_within
+    FROM ranked
+    GROUP BY "_adb_key", _adb_n
+)
+SELECT "_adb_key", _adb_n,
+       _adb_gain AS _adb_num, _adb_base AS _adb_den, _adb_within AS _adb_ok
+FROM grp
+)
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
+       coalesce(sum(_adb_n) FILTER (WHERE NOT _adb_ok), 0) AS violating_rows,
+       count(*) FILTER (WHERE _adb_num IS NULL) AS valueless,
+       arg_max(_adb_num, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_num,
+       arg_max(_adb_den, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_den
+FROM v
+), _adb_summary AS (
+    SELECT *, CAST(worst_num // g AS HUGEINT) AS wn, CAST(worst_den // g AS HUGEINT) AS wd FROM (SELECT *, gcd(CAST(worst_num AS HUGEINT), CAST(worst_den AS HUGEINT)) AS g FROM _adb_summary0)
+)
+SELECT 'beta-likeness' AS model,
+       violating_groups = 0 AS holds,
+       CAST(wn AS DOUBLE) / wd AS achieved,
+       CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
+       groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
+
+CREATE OR REPLACE MACRO anonydb_check_beta_enhanced(tbl, qis, sa, beta, person := NULL) AS TABLE
+WITH _adb_cols AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
+    FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
+), _adb_guard AS (
+    SELECT CASE
+             WHEN len(qis) = 0 THEN error('anonydb: ' || 'give at least one quasi-identifier')
+             WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
+             WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
+             WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
+             WHEN beta IS NULL OR beta <= 0 THEN error('anonydb: ' || 'beta must be > 0, got ' || coalesce(CAST(beta AS VARCHAR), 'NULL'))
+             ELSE TRUE END AS _adb_ok
+    FROM _adb_cols
+), _adb_src AS (
+    SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
+SELECT "_adb_key",
+       sum(_adb_cnt) AS _adb_n,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_cells"
+GROUP BY "_adb_key"
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_summary0 AS (
+WITH v AS (
+WITH cell AS (
+    SELECT c."_adb_key",  g._adb_n,
+           CAST(c._adb_cnt AS HUGEINT) AS _adb_c, CAST(q._adb_cnt AS HUGEINT) AS _adb_q,
+           CAST(g._adb_n AS HUGEINT) AS _adb_gn
+    FROM "_adb_cells" AS c
+    JOIN "_adb_glob" AS q ON c._adb_sa IS NOT DISTINCT FROM q._adb_sa
+    JOIN "_adb_groups" AS g ON c."_adb_key" IS NOT DISTINCT FROM g."_adb_key"
+), ranked AS (
+    SELECT cell.*, _adb_c * (SELECT CASE WHEN person IS NULL THEN (SELECT sum(_adb_cnt) FROM _adb_glob) ELSE count(DISTINCT _adb_p) END FROM _adb_src) - _adb_gn * _adb_q AS _adb_gain, _adb_gn * _adb_q AS _adb_base,
+           row_number() OVER (PARTITION BY "_adb_key" ORDER BY CAST(_adb_c AS DOUBLE) / CAST(_adb_q AS DOUBLE) DESC)
+               AS _adb_rk
+    FROM cell
+), grp AS (
+    SELECT "_adb_key", _adb_n,
+           max(CASE WHEN _adb_rk = 1 THEN _adb_gain END) AS _adb_gain,
+           max(CASE WHEN _adb_rk = 1 THEN _adb_base END) AS _adb_base,
+           bool_and(_adb_c * (SELECT CASE WHEN person IS NULL THEN (SELECT sum(_adb_cnt) FROM _adb_glob) ELSE count(DISTINCT _adb_p) END FROM _adb_src) * 1000000000 <= (CAST(round(CAST(beta AS DOUBLE) * 1000000000) AS HUGEINT) + 1000000000) * _adb_gn * _adb_q) AS _adb_within
+           , bool_and(_adb_c * (SELECT CASE WHEN person IS NULL THEN (SELECT sum(_adb_cnt) FROM _adb_glob) ELSE count(DISTINCT _adb_p) END FROM _adb_src) <= _adb_gn * _adb_q
+                      OR CAST(_adb_c * (SELECT CASE WHEN person IS NULL THEN (SELECT sum(_adb_cnt) FROM _adb_glob) ELSE count(DISTINCT _adb_p) END FROM _adb_src) - _adb_gn * _adb_q AS DOUBLE) / CAST(_adb_gn * _adb_q AS DOUBLE)
+                         <= -ln(CAST(_adb_q AS DOUBLE) / CAST((SELECT CASE WHEN person IS NULL THEN (SELECT sum(_adb_cnt) FROM _adb_glob) ELSE count(DISTINCT _adb_p) END FROM _adb_src) AS DOUBLE))) AS _adb_ln
+    FROM ranked
+    GROUP BY "_adb_key", _adb_n
+)
+SELECT "_adb_key", _adb_n,
+       CASE WHEN _adb_ln THEN CAST(_adb_gain AS DOUBLE) ELSE CAST('inf' AS DOUBLE) END AS _adb_num,
+       CAST(_adb_base AS DOUBLE) AS _adb_den, _adb_within AND _adb_ln AS _adb_ok
+FROM grp
+)
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
+       coalesce(sum(_adb_n) FILTER (WHERE NOT _adb_ok), 0) AS violating_rows,
+       count(*) FILTER (WHERE _adb_num IS NULL) AS valueless,
+       arg_max(_adb_num, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_num,
+       arg_max(_adb_den, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_den
+FROM v
+), _adb_summary AS (
+    SELECT *, worst_num AS wn, worst_den AS wd FROM _adb_summary0
+)
+SELECT 'enhanced beta-likeness' AS model,
+       violating_groups = 0 AS holds,
+       CAST(wn AS DOUBLE) / wd AS achieved,
+       NULL AS achieved_exact,
+       groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
+
 -- A full-domain release in SQL [Samarati 2001; Li thesis 1.2.3]: each quasi-identifier replaced by
 -- its ancestor at its level of its hierarchy (level 0: the value as it is), the sensitive attribute
 -- and the `keep` columns unchanged, no other column, rows in random order. Verified in the same

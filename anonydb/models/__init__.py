@@ -1,6 +1,8 @@
 """Privacy models, one module each; a model both checks a finished table and judges candidate
 groups for the anonymizers (see :mod:`anonydb.models.base`)."""
 
+from .beta_likeness import VARIANTS as BETA_VARIANTS
+from .beta_likeness import BetaLikeness
 from .base import GroupContext, GroupViolation, Model, Verdict
 from .extras import AlphaKAnonymity, DeltaDisclosure
 from .k_anonymity import KAnonymity
@@ -11,6 +13,6 @@ from .presence import DeltaPresence
 from .t_closeness import DISTANCES, TCloseness
 
 __all__ = [
-    "AlphaKAnonymity", "DISTANCES", "DeltaDisclosure", "DeltaPresence", "GroupContext", "GroupViolation", "KAnonymity",
+    "AlphaKAnonymity", "BETA_VARIANTS", "BetaLikeness", "DISTANCES", "DeltaDisclosure", "DeltaPresence", "GroupContext", "GroupViolation", "KAnonymity",
     "LDiversity", "L_VARIANTS", "Model", "NTCloseness", "TCloseness", "Verdict",
 ]

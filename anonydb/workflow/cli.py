@@ -81,6 +81,10 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--supersets", choices=("subsets", "rollup"), default="subsets",
                    help="natural supersets for (n,t)-closeness: every QI subset, or QI prefixes")
     g.add_argument("--alpha", type=float, help="with --k: (alpha,k)-anonymity, no value above alpha in a group")
+    g.add_argument("--beta", type=float, help="beta-likeness: no sensitive value's share grows in a group by more "
+                                              "than beta relative to the table's ((q - p) / p <= beta)")
+    g.add_argument("--beta-variant", choices=("basic", "enhanced"), default="basic",
+                   help="beta-likeness variant: basic (default) or enhanced (gain also within -ln p)")
     g.add_argument("--delta", type=_delta_arg, metavar="DELTA|MIN,MAX",
                    help="delta-disclosure: |ln(p(E,s)/p(T,s))| < DELTA; with --public: delta-presence, every "
                         "public individual's presence probability within [MIN, MAX]")
@@ -178,6 +182,15 @@ def _presence_args(args: argparse.Namespace) -> bool:
     if others:
         raise InputError(f"delta-presence (--public) is checked on its own; drop {', '.join(others)}")
     return True
+
+
+def _beta(args: argparse.Namespace) -> dict[str, Any]:
+    """beta-likeness's parameters, when --beta is given (--beta-variant alone is an error)."""
+    if getattr(args, "beta", None) is None:
+        if getattr(args, "beta_variant", "basic") != "basic":
+            raise InputError("--beta-variant applies to beta-likeness: give --beta as well")
+        return {}
+    return {"beta": _int_if_whole(args.beta), "beta_variant": args.beta_variant}
 
 
 def _int_if_whole(x: float | None):
@@ -563,7 +576,7 @@ def _check(args: argparse.Namespace) -> int:
             args.source, args.qi, args.sensitive, engine=engine, hierarchies=hierarchies, kinds=kinds,
             max_groups=args.max_groups, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
             t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, supersets=args.supersets,
-            reference=args.reference, person=args.person,
+            reference=args.reference, person=args.person, **_beta(args),
         )
     finally:
         engine.close()
@@ -632,7 +645,7 @@ def _anonymize(args: argparse.Namespace) -> int:
             t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, reference=args.reference,
             bt=[_bt_arg(x, args.qi) for x in args.bt] or None, bt_distance=args.bt_distance, person=args.person,
             pseudonymize=args.pseudonymize, secret_file=args.secret_file, varying=args.varying_qis,
-            max_suppression=args.max_suppression)
+            max_suppression=args.max_suppression, **_beta(args))
         progress.done()
         if args.export:
             _export(engine, args.out, args.export)
@@ -702,6 +715,7 @@ def _report(args: argparse.Namespace) -> int:
         models = {k: getattr(args, k) for k in ("k", "t", "n", "alpha", "delta", "c") if getattr(args, k) is not None}
         if args.l is not None:
             models.update(l=_int_if_whole(args.l), l_variant=args.l_variant)
+        models.update(_beta(args))
         if args.t is not None:
             models.update(distance=args.distance, reference=args.reference)
         engine = _engine_for(args, read_only=True)
@@ -740,7 +754,7 @@ def _fulldomain(args: argparse.Namespace, engine, hierarchies, progress=None) ->
                        keep=args.keep,
                        replace=args.replace, seed=args.seed, k=args.k, l=_int_if_whole(args.l),
                        l_variant=args.l_variant, c=args.c, t=args.t, distance=args.distance, alpha=args.alpha,
-                       delta=args.delta, reference=args.reference, progress=progress)
+                       delta=args.delta, reference=args.reference, progress=progress, **_beta(args))
         if progress:
             progress.done()
         if args.export:

@@ -50,7 +50,7 @@ METHODS = {
                 "tries": ((int,), "an integer"), "bins": ((int,), "an integer"),
                 "membership": ((bool,), "a boolean")},
 }
-PRIVACY = ("k", "l", "t", "n", "alpha", "delta", "bt")
+PRIVACY = ("k", "l", "t", "n", "alpha", "delta", "bt", "beta")
 FORMATS = ("duckdb", "parquet", "csv")
 TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed", "secret_file",
        "linked", "risk")
@@ -146,6 +146,8 @@ class Spec:
         for key in ("k", "n", "alpha", "delta"):
             if key in p:
                 out[key] = p[key]
+        if "beta" in p:
+            out["beta"], out["beta_variant"] = p["beta"]["value"], p["beta"].get("variant", "basic")
         if "l" in p:
             lv = p["l"]
             out["l"] = lv["value"]
@@ -452,6 +454,14 @@ def _privacy(ck: _Checker, v: Any, method: str) -> dict[str, Any]:
     for key in ("alpha", "delta"):
         if key in v and ck.typed(v[key], at + (key,), num, "a number"):
             out[key] = v[key]
+    if "beta" in v:  # beta-likeness: a number, or {value, variant: basic | enhanced}
+        b = v["beta"] if isinstance(v["beta"], dict) else {"value": v["beta"]}
+        if ck.keys(b, at + ("beta",), ("value", "variant")) and ck.typed(b.get("value"), at + ("beta", "value"), num,
+                                                                           "a number"):
+            if b.get("variant", "basic") not in ("basic", "enhanced"):
+                ck.bad(at + ("beta", "variant"), f"expected basic or enhanced, got {b.get('variant')!r}")
+            else:
+                out["beta"] = b
     if "bt" in v:  # (B,t)-privacy: {b, t, distance} or a list of them (skyline)
         entries = v["bt"] if isinstance(v["bt"], list) else [v["bt"]]
         got = []
