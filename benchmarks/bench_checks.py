@@ -40,6 +40,8 @@ CHECKS = [
     ("(n,t)-closeness, rollup (n=1000, t=0.2)", "occupation", dict(n=1000, t=0.2, supersets="rollup")),
     ("(alpha,k)-anonymity (alpha=0.5, k=5)", "occupation", dict(alpha=0.5, k=5)),
     ("delta-disclosure (delta=1.5)", "occupation", dict(delta=1.5)),
+    ("beta-likeness (beta=2)", "occupation", dict(beta=2)),
+    ("enhanced beta-likeness (beta=2)", "occupation", dict(beta=2, beta_variant="enhanced")),
 ]
 
 

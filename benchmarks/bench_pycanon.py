@@ -53,6 +53,7 @@ def checks(qi: list[str], sa: str):
         ("t equal", qi, sa, dict(t=0.5, distance="equal"), lambda df: pa.t_closeness(df, qi, [sa]), first("t")),
         ("t ordered (SA age)", oq, "age", dict(t=0.5, distance="ordered"),
          lambda df: pa.t_closeness(df, oq, ["age"]), first("t")),
+        ("basic beta-likeness", qi, sa, dict(beta=2), lambda df: pa.basic_beta_likeness(df, qi, [sa]), first("beta")),
     ]
 
 
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             return anonydb.check("adult", qi, sa, engine=e, models=models)
 
         def run_all_p():
-            return [pc(df) for name, q, s, params, pc, val in checks(qi, sa) if name != "t ordered (SA age)"]
+            return [pc(df) for name, q, s, params, pc, val in checks(qi, sa) if name not in ("t ordered (SA age)", "basic beta-likeness")]
 
         ta, tp = [], []
         for i in range(args.repeat):
