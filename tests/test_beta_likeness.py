@@ -21,7 +21,7 @@ import beta_oracle
 from conftest import examples, make_table, need_shared
 
 pa = pytest.importorskip("pycanon.anonymity", reason="pycanon is not installed (pip install 'anonydb[test]')")
-pd = pytest.importorskip("pandas")
+import pandas as pd  # noqa: E402  (a dependency of anonydb)
 
 SETTINGS = settings(max_examples=examples(30), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

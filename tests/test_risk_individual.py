@@ -166,10 +166,11 @@ def test_household_by_hand(engine):
 def test_testdata_against_oracle(engine, tmp_path):
     """sdcMicro's testdata (data/testdata.RData, 4580 records), measure_risk's example keys with
     sampling_weight and ori_hid; read with pyreadr from the sdcMicro mirror when both are here."""
-    pyreadr = pytest.importorskip("pyreadr")
+    pyreadr = pytest.importorskip("pyreadr", reason="reading sdcMicro's .RData needs pyreadr, which anonydb does not "
+                                                     "depend on (pip install pyreadr to run this cross-check)")
     repo = Path("/work/.mirror/sdcTools+sdcMicro/repo")
     if not repo.is_dir():
-        pytest.skip("no sdcMicro mirror")
+        pytest.skip(f"sdcMicro's repository (its data/testdata.RData) is not mirrored at {repo}")
     path = tmp_path / "testdata.RData"
     path.write_bytes(subprocess.run(["git", "-C", str(repo), "show", "HEAD:data/testdata.RData"],
                                     capture_output=True, check=True).stdout)

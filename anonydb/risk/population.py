@@ -14,7 +14,7 @@ exactly one record of a population class of size ``j`` is drawn, ``P(1|j) = j C(
 
 ``P(1|j) / P(1|1) = j prod_{i=1}^{j-1} (1 - (n-1)/(N-i))`` is computed from differences of log-gamma
 functions taken without cancellation (:func:`_lgamma_diff`), exactly for any N up to 1e10 and beyond;
-ARX caps N at 2^31-1 (its own TODO, an overflow), which this module does not copy.
+ARX caps N at 2^31-1 (an overflow its code flags as an error), which this module does not copy.
 
 Pitman (Hoshino 2001): the Pitman sampling formula's maximum-likelihood equations
 
