@@ -26,7 +26,8 @@ from ..models.base import as_fraction
 from ..schema import split_list
 from ..sources import open_source
 from ..sqlgen import ident
-from .sample import as_floats, distribution, histograms, need_columns, summary, threshold_fraction
+from .individual import individual_risk
+from .sample import Histograms, as_floats, distribution, histograms, need_columns, summary, threshold_fraction
 
 #: columns that number a release's groups: never a key of their own (they repeat what the keys say,
 #: or, in a QIT, refine it past what an attacker can match)
@@ -136,9 +137,6 @@ def assess(table: str, qi: Iterable[str] | str | None = None, *, engine: Engine 
                 raise InputError(f"{col!r} is given both as a key variable and as the {role} column")
         individual = None
         if (weights or household) and pop is None and person is None:  # its GROUP BY gives the histogram
-            from .individual import individual_risk
-            from .sample import Histograms
-
             individual = individual_risk(eng, rel, keys, weights=weights, household=household, class_sizes=True)
             sizes = individual.pop("class_sizes")
             h = Histograms({(f, f): c for f, c in sizes.items()}, {(f, f): f * c for f, c in sizes.items()}, "records")
@@ -165,8 +163,6 @@ def assess(table: str, qi: Iterable[str] | str | None = None, *, engine: Engine 
         if individual is not None:
             rep.individual = individual
         elif weights or household:
-            from .individual import individual_risk
-
             rep.individual = individual_risk(eng, rel, keys, weights=weights, household=household, person=person)
         if suda:
             from .suda import suda2
@@ -181,7 +177,6 @@ def mapped_histograms(eng: Engine, s: Any, rel: str, pop: str, keys: list[str], 
     """The histograms of ``rel``'s classes with F_j the population rows each class covers, the
     population mapped onto the classes over the keys it holds (one pass of delta-presence's map)."""
     from ..presence import map_public
-    from .sample import Histograms
 
     pcols = {c for c, _ in eng.columns(pop)}
     qi = [k for k in keys if k in pcols]
