@@ -26,6 +26,10 @@ entropy without suppression), else among all satisfying nodes; for DM and loss w
 by branch and bound, a height at a time (a node's metric with no row suppressed bounds every
 more general node's from below).
 
+A model with ``Model.candidate`` False (not monotone, or judged across groups) judges no node:
+the search runs on the other models, and the release's verification judges it, refusing a
+release it rejects.
+
 Metrics: DM (a suppressed record costs |T|), AECS, height (sum of levels), precision (Sweeney:
 1 - mean L_i/height_i, larger is better), loss (Iyengar's LM), non-uniform entropy.
 """
@@ -44,7 +48,7 @@ from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..generalize import generalize_sql
 from ..hierarchy import Hierarchy, validate_all
-from ..models import GroupContext, Model, NTCloseness
+from ..models import GroupContext, Model, NTCloseness, candidate_models
 from ..schema import is_numeric_type, split_list
 from ..sources import open_source
 from ..sqlgen import ident
@@ -155,6 +159,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
         model_params = None
     if not models:
         raise InputError("no privacy model requested: give at least one of k, l, t, alpha, delta")
+    judged = candidate_models(models, "full-domain")  # the others: the release's verification alone
     if max_suppression > 0 and any(isinstance(m, NTCloseness) for m in models):
         raise InputError(NT_SUPPRESSION)
     if sensitive is None and any(m.needs_sensitive for m in models):
@@ -196,7 +201,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                 h.materialize_wide(eng, q.map, relation=relation, column=c, temp=True)
                 qis.append(q)
             t_search = time.perf_counter()
-            lat = _Lattice(eng, s, qis, sa, searched, total, models, types,
+            lat = _Lattice(eng, s, qis, sa, searched, total, judged, types,
                            hierarchies.get(sensitive) if sensitive else None, max_suppression,
                            persons=person is not None and bool(sa))
             best, minimal, cand_metrics = lat.search(metric, progress, report=_caller_keeps is None)

@@ -17,6 +17,11 @@ from counts alone, the rounds run instead as the step of one recursive statement
 cost of its statements, which one statement pays once. Both plans give the same release. The
 halves are judged by the same model code that checks a finished table (:mod:`anonydb.models`),
 and the release is verified by :func:`anonydb.checker.check` before it is written (fail closed).
+A model that is not monotone under merging groups, or whose verdict on a group depends on the
+other groups ((epsilon,m)-anonymity, personalized privacy, multiple-QID k-anonymity;
+``Model.candidate`` False), cannot judge a cut: an allowable cut needs halves that keep holding as
+the partition tree's leaves are read as classes. The cuts are judged by the other models and that
+one by the release's verification alone, which refuses a release it rejects.
 
 Codes: a numeric QI is cut on its values, a date on epoch seconds, a categorical one on codes in
 a stable value order (sorted values; NULL last) or, with a hierarchy, in the hierarchy's
@@ -38,7 +43,7 @@ from ..engines.base import Engine
 from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable
 from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
-from ..models import GroupContext, Model, NTCloseness
+from ..models import GroupContext, Model, NTCloseness, candidate_models
 from ..schema import is_numeric_type, kind_of_type, split_list
 from ..release.publish import (PERSON_COLUMN, Publication, constant_qis, kept_columns_break, publication_lines,
                                pseudonymized, resolve_roles)
@@ -187,6 +192,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         model_params = None
     if not models:
         raise InputError("no privacy model requested: give at least one of k, l, t, n, alpha, delta")
+    searched = candidate_models(models, "Mondrian")  # the others: the release's verification alone
     if relaxed and any(isinstance(m, NTCloseness) for m in models):
         raise InputError(NT_RELAXED)
     if varying and person is None:
@@ -235,8 +241,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                 raise InputError(f"{source} is empty: there is nothing to anonymize")
             qis = _code_qis(eng, s, base, qi_cols, types, kinds or {}, hierarchies, categorical)
             hq = _hierarchy_codes(eng, s, qis)
-            planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, rid, total,
-                               types, hierarchies.get(sensitive) if sensitive else None, qi_cols, person, varying)
+            planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, searched,
+                               base, rid, total, types, hierarchies.get(sensitive) if sensitive else None, qi_cols, person, varying)
             planner.bind_members(hierarchies, kinds)
             rows, rounds, tree = planner.run(progress, plan)
             stage = pub.stage()

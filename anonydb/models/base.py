@@ -197,6 +197,11 @@ class Model(abc.ABC):
     #: under record owners (GroupContext.persons), what the model's group size and distribution
     #: count: "persons" (c_s / n, a belief about one person) or "facts" (c_s / m, a distribution)
     measure: str = "persons"
+    #: judged on the anonymizers' candidate groups (Mondrian's cut halves, full-domain's lattice
+    #: nodes). False for a model that is not monotone under merging groups, or whose verdict on a
+    #: group depends on other groups: the anonymizers search with the other models and the
+    #: release's fail-closed verification judges this one (see :func:`candidate_models`)
+    candidate: bool = True
 
     @property
     @abc.abstractmethod
@@ -231,3 +236,15 @@ class Model(abc.ABC):
 
     def prepare(self, ctx: GroupContext) -> None:
         """Materialize what the model needs beyond the context (hierarchy tables ...)."""
+
+
+def candidate_models(models: list[Model], method: str) -> list[Model]:
+    """The models an anonymizer judges its candidate groups by (:attr:`Model.candidate`); the
+    others are left to the release's verification, which refuses a release they reject. At least
+    one must remain: a search with nothing to judge by would cut to single records."""
+    judged = [m for m in models if m.candidate]
+    if not judged:
+        names = ", ".join(m.name for m in models)
+        raise InputError(f"{names} is judged on the finished release only, not on {method}'s candidate groups: "
+                         f"give a model {method} can search by as well (e.g. k)")
+    return judged
