@@ -19,8 +19,9 @@ from .engines.base import Engine
 from .engines import connect
 from .errors import InputError
 from .hierarchy import validate_all
-from .models import (AlphaKAnonymity, BetaLikeness, DeltaDisclosure, GroupContext, GroupViolation, KAnonymity, LDiversity, Model,
-                     NTCloseness, TCloseness, Verdict)
+from .models import (DISCLOSURE_VARIANTS, AlphaKAnonymity, BetaLikeness, ConfidenceBounding, DeltaDisclosure,
+                     DisclosureRecursiveDiversity, EpsilonMAnonymity, GroupContext, GroupViolation, KAnonymity,
+                     KEAnonymity, LDiversity, Model, MultiQidK, NTCloseness, TCloseness, Verdict, XYPrivacy)
 from .schema import is_numeric_type, split_list, validate_person, validate_roles
 from .sources import open_source
 from .sqlgen import ident
@@ -112,9 +113,13 @@ def _fmt(x: Any) -> str:
 
 def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distance=None, n=None,
                  delta=None, alpha=None, supersets="subsets", reference="table", bt=None,
-                 bt_distance=None, beta=None, beta_variant="basic") -> list[Model]:
+                 bt_distance=None, beta=None, beta_variant="basic", allowed=None, protected=None, c2=None,
+                 conf_bound=None, xy_k=None, ke=None, epsilon_m=None, multi_k=None, qid_sets=None) -> list[Model]:
     """The models named by the usual parameters (as in the CLI). ``bt``: (B,t)-privacy as one
-    (b, t) pair or a list of them (skyline (B,t)-privacy), ``bt_distance`` its D."""
+    (b, t) pair or a list of them (skyline (B,t)-privacy), ``bt_distance`` its D. ``l_variant``
+    pd-recursive / npd-recursive take ``allowed`` (and ``protected``, ``c2``); ``conf_bound``
+    ({value: h} or "HIV=0.1,*=0.5"): confidence bounding, or with ``xy_k`` (X,Y)-privacy; ``ke``
+    and ``epsilon_m``: pairs (k, e) and (epsilon, m) or "a,b"; ``multi_k`` with ``qid_sets``."""
     models: list[Model] = []
     if alpha is not None:
         if k is None:
@@ -122,7 +127,14 @@ def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distan
         models.append(AlphaKAnonymity(alpha, k))
     if k is not None:
         models.insert(0, KAnonymity(k))
-    if l is not None:
+    if l is not None and l_variant in DISCLOSURE_VARIANTS:
+        models.append(DisclosureRecursiveDiversity(l, c, allowed or (), protected if l_variant == "npd-recursive" else None,
+                                                   c2 if l_variant == "npd-recursive" else None))
+        if l_variant == "pd-recursive" and (protected or c2 is not None):
+            raise InputError("protected values and c2 belong to npd-recursive l-diversity (l_variant npd-recursive)")
+    elif allowed or protected or c2 is not None:
+        raise InputError("allowed, protected and c2 apply to pd-/npd-recursive l-diversity: give l with that variant")
+    elif l is not None:
         models.append(LDiversity(l, l_variant, c))
     elif c is not None:
         raise InputError("c is the constant of recursive (c,l)-diversity: give l as well")
@@ -140,6 +152,20 @@ def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distan
         models.append(BetaLikeness(beta, beta_variant or "basic"))
     elif beta_variant not in (None, "basic"):
         raise InputError("beta_variant applies to beta-likeness: give beta as well")
+    if conf_bound is not None:
+        models.append(XYPrivacy(xy_k, conf_bound) if xy_k is not None else ConfidenceBounding(conf_bound))
+    elif xy_k is not None:
+        raise InputError("(X,Y)-privacy needs its confidence bounds as well as k (conf_bound, --conf-bound)")
+    if ke is not None:
+        models.append(KEAnonymity(*_pair(ke, "ke", "k,e")))
+    if epsilon_m is not None:
+        models.append(EpsilonMAnonymity(*_pair(epsilon_m, "epsilon_m", "epsilon,m")))
+    if multi_k is not None:
+        if qid_sets is None:
+            raise InputError("multiple-QID k-anonymity needs its QID sets (qid_sets, --qid-sets 'age,sex;zip')")
+        models.append(MultiQidK(multi_k, qid_sets))
+    elif qid_sets is not None:
+        raise InputError("qid_sets apply to multiple-QID k-anonymity: give multi_k as well")
     if bt is not None:
         from .models.bt_privacy import BTPrivacy
 
@@ -154,6 +180,21 @@ def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distan
     elif bt_distance is not None:
         raise InputError("bt_distance applies to (B,t)-privacy: give bt as well")
     return models
+
+
+def _pair(value: Any, name: str, shape: str) -> tuple[Any, Any]:
+    """Two numbers from a pair or an "a,b" string (integers stay integers)."""
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise InputError(f"{name} must be two numbers {shape!r}, got {value!r}")
+        try:
+            value = [int(p) if p.lstrip("-").isdigit() else Fraction(p) for p in parts]
+        except ValueError:
+            raise InputError(f"{name} must be two numbers {shape!r}, got {value!r}") from None
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise InputError(f"{name} must be a pair {shape!r}, got {value!r}")
+    return value[0], value[1]
 
 
 def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = None, *,

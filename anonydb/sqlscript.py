@@ -133,6 +133,47 @@ def _checks() -> list[Check]:
                            groups="_adb_groups", sa_nulls=True, total=total, b_num=_num("beta"), b_den=SCALE,
                            enhanced=variant == "enhanced").sql,
                          worst="max", exact=variant == "basic"))
+    c_guard = ("c IS NULL OR c <= 0", "'c must be > 0, got ' || " + _show("c"))
+    out.append(Check("anonydb_check_l_pd_recursive", "l-diversity (pd-recursive (c,l))", ["l", "c", "allowed"],
+                     [_count_guard("l"), c_guard],
+                     _by_facts(r("model_recursive_disclosure.sql.j2", keys=KEYS, cells="_adb_cells", l=SQL("l"),
+                                 c_num=_num("c"), c_den=SCALE, allowed=SQL("allowed"), protected=[], c2_num=0,
+                                 c2_den=1).sql), worst="max"))
+    out.append(Check("anonydb_check_l_npd_recursive", "l-diversity (npd-recursive (c1,c2,l))",
+                     ["l", "c", "allowed", "protected", "c2"], [_count_guard("l"), c_guard, _unit_guard("c2", "a share")],
+                     _by_facts(r("model_recursive_disclosure.sql.j2", keys=KEYS, cells="_adb_cells", l=SQL("l"),
+                                 c_num=_num("c"), c_den=SCALE, allowed=SQL("allowed"), protected=SQL("protected"),
+                                 c2_num=_num("c2"), c2_den=SCALE).sql), worst="max"))
+    bounds = SQL(f"SELECT CAST(_adb_k AS VARCHAR) AS _adb_v, {_num('_adb_h')} AS _adb_hn, {SCALE} AS _adb_hd "
+                 f"FROM (SELECT unnest(map_keys(bounds)) AS _adb_k, unnest(map_values(bounds)) AS _adb_h)")
+    b_guard = ("bounds IS NULL OR cardinality(bounds) = 0 OR list_bool_or(list_transform(map_values(bounds), "
+               "lambda h: h IS NULL OR h < 0 OR h > 1))",
+               "'bounds must map sensitive values to thresholds h in [0, 1], e.g. MAP {''HIV'': 0.1}'")
+    out.append(Check("anonydb_check_confidence_bound", "confidence bounding", ["bounds"], [b_guard],
+                     r("model_confidence_bounding.sql.j2", bounds_sql=bounds, named=[], k=None, **groups).sql, worst="max"))
+    out.append(Check("anonydb_check_xy", "(X,Y)-privacy", ["k", "bounds"], [_count_guard("k"), b_guard],
+                     r("model_confidence_bounding.sql.j2", bounds_sql=bounds, named=[], k=SQL("k"), **groups).sql, worst="max"))
+    sa_type = ("(SELECT typeof(struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1)) "
+               "FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl)) LIMIT 1)")
+    numeric = (f"list_contains(_adb_names, sa) AND NOT list_contains(['TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', "
+               f"'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'FLOAT', 'DOUBLE'], {sa_type}) "
+               f"AND NOT starts_with({sa_type}, 'DECIMAL')",
+               "'the sensitive attribute ' || sa || ' is not numeric'")
+    out.append(Check("anonydb_check_ke", "(k,e)-anonymity", ["k", "e"],
+                     [_count_guard("k"), ("e IS NULL OR e < 0", "'e must be >= 0, got ' || " + _show("e")), numeric],
+                     r("model_ke.sql.j2", k=SQL("k"), e_num=_num("e"), e_den=SCALE, **groups).sql, exact=False))
+    out.append(Check("anonydb_check_epsilon_m", "(epsilon,m)-anonymity", ["epsilon", "m"],
+                     [("epsilon IS NULL OR epsilon < 0", "'epsilon must be >= 0, got ' || " + _show("epsilon")),
+                      ("m IS NULL OR m < 1", "'m must be >= 1, got ' || " + _show("m")), numeric],
+                     r("model_epsilon_m.sql.j2", eps=SQL("epsilon"), m_num=_num("m"), m_den=SCALE, **groups).sql))
+    out.append(Check("anonydb_check_multi_k", "multiple-QID k-anonymity", ["qid_sets", "k"],
+                     [_count_guard("k"), ("qid_sets IS NULL OR len(qid_sets) = 0", "'give at least one QID set'"),
+                      ("len(list_filter(flatten(qid_sets), lambda c: NOT list_contains(qis, c))) > 0",
+                       "'a QID set names ' || list_filter(flatten(qid_sets), lambda c: NOT list_contains(qis, c))[1] "
+                       "|| ', which is not a quasi-identifier'"),
+                      ("person IS NOT NULL", "'multiple-QID k-anonymity counts records: drop person'")],
+                     r("script_multi_qid.sql.j2", keys=KEYS, groups="_adb_groups", sets=SQL("qid_sets"), k=SQL("k")).sql,
+                     sensitive=False))
     return out
 
 

@@ -1122,6 +1122,652 @@ SELECT 'enhanced beta-likeness' AS model,
 FROM _adb_summary, _adb_guard, _adb_pguard
 WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
 
+CREATE OR REPLACE MACRO anonydb_check_l_pd_recursive(tbl, qis, sa, l, c, allowed, person := NULL) AS TABLE
+WITH _adb_cols AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
+    FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
+), _adb_guard AS (
+    SELECT CASE
+             WHEN len(qis) = 0 THEN error('anonydb: ' || 'give at least one quasi-identifier')
+             WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
+             WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
+             WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
+             WHEN l IS NULL OR l < 1 OR l <> floor(l) THEN error('anonydb: ' || 'l must be an integer >= 1, got ' || coalesce(CAST(l AS VARCHAR), 'NULL'))
+             WHEN c IS NULL OR c <= 0 THEN error('anonydb: ' || 'c must be > 0, got ' || coalesce(CAST(c AS VARCHAR), 'NULL'))
+             ELSE TRUE END AS _adb_ok
+    FROM _adb_cols
+), _adb_src AS (
+    SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
+SELECT "_adb_key",
+       sum(_adb_cnt) AS _adb_n,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_cells"
+GROUP BY "_adb_key"
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_summary0 AS (
+WITH v AS (
+SELECT v."_adb_key", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
+WITH c AS (
+    SELECT "_adb_key", _adb_cnt,
+           coalesce(list_contains(allowed, CAST(_adb_sa AS VARCHAR)), FALSE) AS _adb_y, FALSE AS _adb_w
+    FROM "_adb_cells"
+), r AS (
+    SELECT c.*, row_number() OVER (PARTITION BY "_adb_key" ORDER BY _adb_cnt DESC, CASE WHEN _adb_y THEN 1 ELSE 0 END) AS _adb_rk,
+           sum(_adb_cnt) OVER (PARTITION BY "_adb_key") AS _adb_n
+    FROM c
+), g AS (
+    SELECT "_adb_key", _adb_n,
+           min(CASE WHEN NOT _adb_y THEN _adb_rk END) AS _adb_yr,
+           max(CASE WHEN NOT _adb_y THEN _adb_cnt END) AS _adb_ry,
+           sum(CASE WHEN _adb_rk <= l - 1 THEN _adb_cnt ELSE 0 END) AS _adb_p1,
+           sum(CASE WHEN _adb_rk <= l - 2 THEN _adb_cnt ELSE 0 END) AS _adb_p2,
+           sum(CASE WHEN _adb_w AND CAST(_adb_cnt AS HUGEINT) * 1 >= CAST(_adb_n AS HUGEINT) * 0
+                    THEN 1 ELSE 0 END) AS _adb_wok
+    FROM r
+    GROUP BY "_adb_key", _adb_n
+), t AS (
+    SELECT g.*, CASE WHEN _adb_yr <= l - 1 THEN _adb_n - _adb_p1 ELSE _adb_n - _adb_p2 - _adb_ry END AS _adb_tail
+    FROM g
+)
+SELECT "_adb_key", _adb_n,
+       CASE WHEN _adb_yr IS NULL THEN 0 WHEN _adb_tail > 0 THEN _adb_ry END AS _adb_num,
+       CASE WHEN _adb_yr IS NULL THEN 1 WHEN _adb_tail > 0 THEN _adb_tail END AS _adb_den,
+       (_adb_yr IS NULL OR CAST(_adb_ry AS HUGEINT) * 1000000000 < CAST(_adb_tail AS HUGEINT) * CAST(round(CAST(c AS DOUBLE) * 1000000000) AS HUGEINT))
+       AND _adb_wok = 0 AS _adb_ok
+FROM t
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_key" IS NOT DISTINCT FROM g."_adb_key"
+)
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
+       coalesce(sum(_adb_n) FILTER (WHERE NOT _adb_ok), 0) AS violating_rows,
+       count(*) FILTER (WHERE _adb_num IS NULL) AS valueless,
+       arg_max(_adb_num, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_num,
+       arg_max(_adb_den, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_den
+FROM v
+), _adb_summary AS (
+    SELECT *, CAST(worst_num // g AS HUGEINT) AS wn, CAST(worst_den // g AS HUGEINT) AS wd FROM (SELECT *, gcd(CAST(worst_num AS HUGEINT), CAST(worst_den AS HUGEINT)) AS g FROM _adb_summary0)
+)
+SELECT 'l-diversity (pd-recursive (c,l))' AS model,
+       violating_groups = 0 AS holds,
+       CAST(wn AS DOUBLE) / wd AS achieved,
+       CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
+       groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
+
+CREATE OR REPLACE MACRO anonydb_check_l_npd_recursive(tbl, qis, sa, l, c, allowed, protected, c2, person := NULL) AS TABLE
+WITH _adb_cols AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
+    FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
+), _adb_guard AS (
+    SELECT CASE
+             WHEN len(qis) = 0 THEN error('anonydb: ' || 'give at least one quasi-identifier')
+             WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
+             WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
+             WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
+             WHEN l IS NULL OR l < 1 OR l <> floor(l) THEN error('anonydb: ' || 'l must be an integer >= 1, got ' || coalesce(CAST(l AS VARCHAR), 'NULL'))
+             WHEN c IS NULL OR c <= 0 THEN error('anonydb: ' || 'c must be > 0, got ' || coalesce(CAST(c AS VARCHAR), 'NULL'))
+             WHEN c2 IS NULL OR c2 < 0 OR c2 > 1 THEN error('anonydb: ' || 'c2 must lie in [0, 1] (a share), got ' || coalesce(CAST(c2 AS VARCHAR), 'NULL'))
+             ELSE TRUE END AS _adb_ok
+    FROM _adb_cols
+), _adb_src AS (
+    SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
+SELECT "_adb_key",
+       sum(_adb_cnt) AS _adb_n,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_cells"
+GROUP BY "_adb_key"
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_summary0 AS (
+WITH v AS (
+SELECT v."_adb_key", g._adb_n, v._adb_num, v._adb_den, v._adb_ok
+FROM (
+WITH c AS (
+    SELECT "_adb_key", _adb_cnt,
+           coalesce(list_contains(allowed, CAST(_adb_sa AS VARCHAR)), FALSE) AS _adb_y, coalesce(list_contains(protected, CAST(_adb_sa AS VARCHAR)), FALSE) AS _adb_w
+    FROM "_adb_cells"
+), r AS (
+    SELECT c.*, row_number() OVER (PARTITION BY "_adb_key" ORDER BY _adb_cnt DESC, CASE WHEN _adb_y THEN 1 ELSE 0 END) AS _adb_rk,
+           sum(_adb_cnt) OVER (PARTITION BY "_adb_key") AS _adb_n
+    FROM c
+), g AS (
+    SELECT "_adb_key", _adb_n,
+           min(CASE WHEN NOT _adb_y THEN _adb_rk END) AS _adb_yr,
+           max(CASE WHEN NOT _adb_y THEN _adb_cnt END) AS _adb_ry,
+           sum(CASE WHEN _adb_rk <= l - 1 THEN _adb_cnt ELSE 0 END) AS _adb_p1,
+           sum(CASE WHEN _adb_rk <= l - 2 THEN _adb_cnt ELSE 0 END) AS _adb_p2,
+           sum(CASE WHEN _adb_w AND CAST(_adb_cnt AS HUGEINT) * 1000000000 >= CAST(_adb_n AS HUGEINT) * CAST(round(CAST(c2 AS DOUBLE) * 1000000000) AS HUGEINT)
+                    THEN 1 ELSE 0 END) AS _adb_wok
+    FROM r
+    GROUP BY "_adb_key", _adb_n
+), t AS (
+    SELECT g.*, CASE WHEN _adb_yr <= l - 1 THEN _adb_n - _adb_p1 ELSE _adb_n - _adb_p2 - _adb_ry END AS _adb_tail
+    FROM g
+)
+SELECT "_adb_key", _adb_n,
+       CASE WHEN _adb_yr IS NULL THEN 0 WHEN _adb_tail > 0 THEN _adb_ry END AS _adb_num,
+       CASE WHEN _adb_yr IS NULL THEN 1 WHEN _adb_tail > 0 THEN _adb_tail END AS _adb_den,
+       (_adb_yr IS NULL OR CAST(_adb_ry AS HUGEINT) * 1000000000 < CAST(_adb_tail AS HUGEINT) * CAST(round(CAST(c AS DOUBLE) * 1000000000) AS HUGEINT))
+       AND _adb_wok = coalesce(len(protected), 0) AS _adb_ok
+FROM t
+) AS v
+JOIN "_adb_groups" AS g ON v."_adb_key" IS NOT DISTINCT FROM g."_adb_key"
+)
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
+       coalesce(sum(_adb_n) FILTER (WHERE NOT _adb_ok), 0) AS violating_rows,
+       count(*) FILTER (WHERE _adb_num IS NULL) AS valueless,
+       arg_max(_adb_num, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_num,
+       arg_max(_adb_den, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_den
+FROM v
+), _adb_summary AS (
+    SELECT *, CAST(worst_num // g AS HUGEINT) AS wn, CAST(worst_den // g AS HUGEINT) AS wd FROM (SELECT *, gcd(CAST(worst_num AS HUGEINT), CAST(worst_den AS HUGEINT)) AS g FROM _adb_summary0)
+)
+SELECT 'l-diversity (npd-recursive (c1,c2,l))' AS model,
+       violating_groups = 0 AS holds,
+       CAST(wn AS DOUBLE) / wd AS achieved,
+       CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
+       groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
+
+CREATE OR REPLACE MACRO anonydb_check_confidence_bound(tbl, qis, sa, bounds, person := NULL) AS TABLE
+WITH _adb_cols AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
+    FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
+), _adb_guard AS (
+    SELECT CASE
+             WHEN len(qis) = 0 THEN error('anonydb: ' || 'give at least one quasi-identifier')
+             WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
+             WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
+             WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
+             WHEN bounds IS NULL OR cardinality(bounds) = 0 OR list_bool_or(list_transform(map_values(bounds), lambda h: h IS NULL OR h < 0 OR h > 1)) THEN error('anonydb: ' || 'bounds must map sensitive values to thresholds h in [0, 1], e.g. MAP {''HIV'': 0.1}')
+             ELSE TRUE END AS _adb_ok
+    FROM _adb_cols
+), _adb_src AS (
+    SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
+SELECT "_adb_key",
+       sum(_adb_cnt) AS _adb_n,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_cells"
+GROUP BY "_adb_key"
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_summary0 AS (
+WITH v AS (
+WITH bt AS (
+    SELECT CAST(_adb_k AS VARCHAR) AS _adb_v, CAST(round(CAST(_adb_h AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_hn, 1000000000 AS _adb_hd FROM (SELECT unnest(map_keys(bounds)) AS _adb_k, unnest(map_values(bounds)) AS _adb_h)
+), h AS (
+    SELECT c."_adb_key",  g._adb_n, c._adb_cnt,
+           coalesce(b1._adb_hn, b2._adb_hn) AS _adb_hn, coalesce(b1._adb_hd, b2._adb_hd) AS _adb_hd
+    FROM "_adb_cells" AS c
+    JOIN "_adb_groups" AS g ON c."_adb_key" IS NOT DISTINCT FROM g."_adb_key"
+    LEFT JOIN bt AS b1 ON CAST(c._adb_sa AS VARCHAR) = b1._adb_v AND b1._adb_v <> '*'
+    LEFT JOIN bt AS b2 ON b2._adb_v = '*'
+)
+SELECT g."_adb_key",  g._adb_n,
+       coalesce(x._adb_c, 0) AS _adb_num, g._adb_n AS _adb_den,
+       coalesce(x._adb_within, TRUE) AS _adb_ok
+FROM "_adb_groups" AS g
+LEFT JOIN (
+    SELECT "_adb_key", max(_adb_cnt) AS _adb_c,
+           bool_and(CAST(_adb_cnt AS HUGEINT) * _adb_hd <= CAST(_adb_n AS HUGEINT) * _adb_hn) AS _adb_within
+    FROM h
+    WHERE _adb_hn IS NOT NULL
+    GROUP BY "_adb_key"
+) AS x ON g."_adb_key" IS NOT DISTINCT FROM x."_adb_key"
+)
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
+       coalesce(sum(_adb_n) FILTER (WHERE NOT _adb_ok), 0) AS violating_rows,
+       count(*) FILTER (WHERE _adb_num IS NULL) AS valueless,
+       arg_max(_adb_num, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_num,
+       arg_max(_adb_den, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_den
+FROM v
+), _adb_summary AS (
+    SELECT *, CAST(worst_num // g AS HUGEINT) AS wn, CAST(worst_den // g AS HUGEINT) AS wd FROM (SELECT *, gcd(CAST(worst_num AS HUGEINT), CAST(worst_den AS HUGEINT)) AS g FROM _adb_summary0)
+)
+SELECT 'confidence bounding' AS model,
+       violating_groups = 0 AS holds,
+       CAST(wn AS DOUBLE) / wd AS achieved,
+       CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
+       groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
+
+CREATE OR REPLACE MACRO anonydb_check_xy(tbl, qis, sa, k, bounds, person := NULL) AS TABLE
+WITH _adb_cols AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
+    FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
+), _adb_guard AS (
+    SELECT CASE
+             WHEN len(qis) = 0 THEN error('anonydb: ' || 'give at least one quasi-identifier')
+             WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
+             WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
+             WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
+             WHEN k IS NULL OR k < 1 OR k <> floor(k) THEN error('anonydb: ' || 'k must be an integer >= 1, got ' || coalesce(CAST(k AS VARCHAR), 'NULL'))
+             WHEN bounds IS NULL OR cardinality(bounds) = 0 OR list_bool_or(list_transform(map_values(bounds), lambda h: h IS NULL OR h < 0 OR h > 1)) THEN error('anonydb: ' || 'bounds must map sensitive values to thresholds h in [0, 1], e.g. MAP {''HIV'': 0.1}')
+             ELSE TRUE END AS _adb_ok
+    FROM _adb_cols
+), _adb_src AS (
+    SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
+SELECT "_adb_key",
+       sum(_adb_cnt) AS _adb_n,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_cells"
+GROUP BY "_adb_key"
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_summary0 AS (
+WITH v AS (
+WITH bt AS (
+    SELECT CAST(_adb_k AS VARCHAR) AS _adb_v, CAST(round(CAST(_adb_h AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_hn, 1000000000 AS _adb_hd FROM (SELECT unnest(map_keys(bounds)) AS _adb_k, unnest(map_values(bounds)) AS _adb_h)
+), h AS (
+    SELECT c."_adb_key",  g._adb_n, c._adb_cnt,
+           coalesce(b1._adb_hn, b2._adb_hn) AS _adb_hn, coalesce(b1._adb_hd, b2._adb_hd) AS _adb_hd
+    FROM "_adb_cells" AS c
+    JOIN "_adb_groups" AS g ON c."_adb_key" IS NOT DISTINCT FROM g."_adb_key"
+    LEFT JOIN bt AS b1 ON CAST(c._adb_sa AS VARCHAR) = b1._adb_v AND b1._adb_v <> '*'
+    LEFT JOIN bt AS b2 ON b2._adb_v = '*'
+)
+SELECT g."_adb_key",  g._adb_n,
+       coalesce(x._adb_c, 0) AS _adb_num, g._adb_n AS _adb_den,
+       coalesce(x._adb_within, TRUE) AND g._adb_n >= k AS _adb_ok
+FROM "_adb_groups" AS g
+LEFT JOIN (
+    SELECT "_adb_key", max(_adb_cnt) AS _adb_c,
+           bool_and(CAST(_adb_cnt AS HUGEINT) * _adb_hd <= CAST(_adb_n AS HUGEINT) * _adb_hn) AS _adb_within
+    FROM h
+    WHERE _adb_hn IS NOT NULL
+    GROUP BY "_adb_key"
+) AS x ON g."_adb_key" IS NOT DISTINCT FROM x."_adb_key"
+)
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
+       coalesce(sum(_adb_n) FILTER (WHERE NOT _adb_ok), 0) AS violating_rows,
+       count(*) FILTER (WHERE _adb_num IS NULL) AS valueless,
+       arg_max(_adb_num, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_num,
+       arg_max(_adb_den, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_den
+FROM v
+), _adb_summary AS (
+    SELECT *, CAST(worst_num // g AS HUGEINT) AS wn, CAST(worst_den // g AS HUGEINT) AS wd FROM (SELECT *, gcd(CAST(worst_num AS HUGEINT), CAST(worst_den AS HUGEINT)) AS g FROM _adb_summary0)
+)
+SELECT '(X,Y)-privacy' AS model,
+       violating_groups = 0 AS holds,
+       CAST(wn AS DOUBLE) / wd AS achieved,
+       CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
+       groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
+
+CREATE OR REPLACE MACRO anonydb_check_ke(tbl, qis, sa, k, e, person := NULL) AS TABLE
+WITH _adb_cols AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
+    FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
+), _adb_guard AS (
+    SELECT CASE
+             WHEN len(qis) = 0 THEN error('anonydb: ' || 'give at least one quasi-identifier')
+             WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
+             WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
+             WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
+             WHEN k IS NULL OR k < 1 OR k <> floor(k) THEN error('anonydb: ' || 'k must be an integer >= 1, got ' || coalesce(CAST(k AS VARCHAR), 'NULL'))
+             WHEN e IS NULL OR e < 0 THEN error('anonydb: ' || 'e must be >= 0, got ' || coalesce(CAST(e AS VARCHAR), 'NULL'))
+             WHEN list_contains(_adb_names, sa) AND NOT list_contains(['TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'FLOAT', 'DOUBLE'], (SELECT typeof(struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1)) FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl)) LIMIT 1)) AND NOT starts_with((SELECT typeof(struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1)) FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl)) LIMIT 1), 'DECIMAL') THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is not numeric')
+             ELSE TRUE END AS _adb_ok
+    FROM _adb_cols
+), _adb_src AS (
+    SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
+SELECT "_adb_key",
+       sum(_adb_cnt) AS _adb_n,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_cells"
+GROUP BY "_adb_key"
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_summary0 AS (
+WITH v AS (
+WITH r AS (
+    SELECT "_adb_key", coalesce(max(TRY_CAST(_adb_sa AS DOUBLE)) - min(TRY_CAST(_adb_sa AS DOUBLE)), 0) AS _adb_range
+    FROM "_adb_cells"
+    GROUP BY "_adb_key"
+)
+SELECT g."_adb_key",  g._adb_n, r._adb_range AS _adb_num, 1 AS _adb_den,
+       g._adb_d >= k AND r._adb_range * 1000000000 >= CAST(round(CAST(e AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
+FROM "_adb_groups" AS g
+JOIN r ON g."_adb_key" IS NOT DISTINCT FROM r."_adb_key"
+)
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
+       coalesce(sum(_adb_n) FILTER (WHERE NOT _adb_ok), 0) AS violating_rows,
+       count(*) FILTER (WHERE _adb_num IS NULL) AS valueless,
+       arg_min(_adb_num, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_num,
+       arg_min(_adb_den, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_den
+FROM v
+), _adb_summary AS (
+    SELECT *, worst_num AS wn, worst_den AS wd FROM _adb_summary0
+)
+SELECT '(k,e)-anonymity' AS model,
+       violating_groups = 0 AS holds,
+       CAST(wn AS DOUBLE) / wd AS achieved,
+       NULL AS achieved_exact,
+       groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
+
+CREATE OR REPLACE MACRO anonydb_check_epsilon_m(tbl, qis, sa, epsilon, m, person := NULL) AS TABLE
+WITH _adb_cols AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
+    FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
+), _adb_guard AS (
+    SELECT CASE
+             WHEN len(qis) = 0 THEN error('anonydb: ' || 'give at least one quasi-identifier')
+             WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
+             WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
+             WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
+             WHEN epsilon IS NULL OR epsilon < 0 THEN error('anonydb: ' || 'epsilon must be >= 0, got ' || coalesce(CAST(epsilon AS VARCHAR), 'NULL'))
+             WHEN m IS NULL OR m < 1 THEN error('anonydb: ' || 'm must be >= 1, got ' || coalesce(CAST(m AS VARCHAR), 'NULL'))
+             WHEN list_contains(_adb_names, sa) AND NOT list_contains(['TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'FLOAT', 'DOUBLE'], (SELECT typeof(struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1)) FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl)) LIMIT 1)) AND NOT starts_with((SELECT typeof(struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1)) FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl)) LIMIT 1), 'DECIMAL') THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is not numeric')
+             ELSE TRUE END AS _adb_ok
+    FROM _adb_cols
+), _adb_src AS (
+    SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
+SELECT "_adb_key",
+       sum(_adb_cnt) AS _adb_n,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_cells"
+GROUP BY "_adb_key"
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_summary0 AS (
+WITH v AS (
+WITH nb AS (
+    SELECT "_adb_key",
+           sum(_adb_cnt) OVER (PARTITION BY "_adb_key" ORDER BY TRY_CAST(_adb_sa AS DOUBLE)
+                               RANGE BETWEEN epsilon PRECEDING AND epsilon FOLLOWING) AS _adb_nb
+    FROM "_adb_cells"
+), mx AS (
+    SELECT "_adb_key", max(_adb_nb) AS _adb_cmax
+    FROM nb
+    GROUP BY "_adb_key"
+)
+SELECT g."_adb_key",  g._adb_n, g._adb_n AS _adb_num, mx._adb_cmax AS _adb_den,
+       CAST(mx._adb_cmax AS HUGEINT) * CAST(round(CAST(m AS DOUBLE) * 1000000000) AS HUGEINT) <= CAST(g._adb_n AS HUGEINT) * 1000000000 AS _adb_ok
+FROM "_adb_groups" AS g
+JOIN mx ON g."_adb_key" IS NOT DISTINCT FROM mx."_adb_key"
+)
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
+       coalesce(sum(_adb_n) FILTER (WHERE NOT _adb_ok), 0) AS violating_rows,
+       count(*) FILTER (WHERE _adb_num IS NULL) AS valueless,
+       arg_min(_adb_num, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_num,
+       arg_min(_adb_den, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_den
+FROM v
+), _adb_summary AS (
+    SELECT *, CAST(worst_num // g AS HUGEINT) AS wn, CAST(worst_den // g AS HUGEINT) AS wd FROM (SELECT *, gcd(CAST(worst_num AS HUGEINT), CAST(worst_den AS HUGEINT)) AS g FROM _adb_summary0)
+)
+SELECT '(epsilon,m)-anonymity' AS model,
+       violating_groups = 0 AS holds,
+       CAST(wn AS DOUBLE) / wd AS achieved,
+       CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
+       groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
+
+CREATE OR REPLACE MACRO anonydb_check_multi_k(tbl, qis, qid_sets, k, person := NULL) AS TABLE
+WITH _adb_cols AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
+    FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
+), _adb_guard AS (
+    SELECT CASE
+             WHEN len(qis) = 0 THEN error('anonydb: ' || 'give at least one quasi-identifier')
+             WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN k IS NULL OR k < 1 OR k <> floor(k) THEN error('anonydb: ' || 'k must be an integer >= 1, got ' || coalesce(CAST(k AS VARCHAR), 'NULL'))
+             WHEN qid_sets IS NULL OR len(qid_sets) = 0 THEN error('anonydb: ' || 'give at least one QID set')
+             WHEN len(list_filter(flatten(qid_sets), lambda c: NOT list_contains(qis, c))) > 0 THEN error('anonydb: ' || 'a QID set names ' || list_filter(flatten(qid_sets), lambda c: NOT list_contains(qis, c))[1] || ', which is not a quasi-identifier')
+             WHEN person IS NOT NULL THEN error('anonydb: ' || 'multiple-QID k-anonymity counts records: drop person')
+             ELSE TRUE END AS _adb_ok
+    FROM _adb_cols
+), _adb_src AS (
+    SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
+           NULL AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
+SELECT "_adb_key",
+       sum(_adb_cnt) AS _adb_n,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_cells"
+GROUP BY "_adb_key"
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_summary0 AS (
+WITH v AS (
+WITH p AS (
+    SELECT "_adb_key", _adb_n, to_json("_adb_key") AS _adb_j FROM "_adb_groups"
+), s AS (
+    SELECT "_adb_key", p._adb_n, j.i AS _adb_i,
+           list_transform(qid_sets[j.i], lambda c: json_extract_string(p._adb_j, '$."' || c || '"')) AS _adb_pk
+    FROM p, range(1, len(qid_sets) + 1) AS j(i)
+), c AS (
+    SELECT _adb_i, _adb_pk, sum(_adb_n) AS _adb_pn FROM s GROUP BY _adb_i, _adb_pk
+)
+SELECT "_adb_key", s._adb_n, min(c._adb_pn) AS _adb_num, 1 AS _adb_den, min(c._adb_pn) >= k AS _adb_ok
+FROM s JOIN c ON s._adb_i = c._adb_i AND s._adb_pk IS NOT DISTINCT FROM c._adb_pk
+GROUP BY "_adb_key", s._adb_n
+)
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
+       coalesce(sum(_adb_n) FILTER (WHERE NOT _adb_ok), 0) AS violating_rows,
+       count(*) FILTER (WHERE _adb_num IS NULL) AS valueless,
+       arg_min(_adb_num, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_num,
+       arg_min(_adb_den, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_den
+FROM v
+), _adb_summary AS (
+    SELECT *, CAST(worst_num // g AS HUGEINT) AS wn, CAST(worst_den // g AS HUGEINT) AS wd FROM (SELECT *, gcd(CAST(worst_num AS HUGEINT), CAST(worst_den AS HUGEINT)) AS g FROM _adb_summary0)
+)
+SELECT 'multiple-QID k-anonymity' AS model,
+       violating_groups = 0 AS holds,
+       CAST(wn AS DOUBLE) / wd AS achieved,
+       CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
+       groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
+FROM _adb_summary, _adb_guard, _adb_pguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
+
 -- A full-domain release in SQL [Samarati 2001; Li thesis 1.2.3]: each quasi-identifier replaced by
 -- its ancestor at its level of its hierarchy (level 0: the value as it is), the sensitive attribute
 -- and the `keep` columns unchanged, no other column, rows in random order. Verified in the same

@@ -15,7 +15,7 @@ from .. import __version__
 from ..checker import check
 from ..errors import AnonyDBError, InputError
 from ..methods.mondrian import PLANS
-from ..models import DISTANCES, L_VARIANTS
+from ..models import DISCLOSURE_VARIANTS, DISTANCES, L_VARIANTS
 
 
 #: what --db takes, in every command
@@ -68,7 +68,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("privacy models")
     g.add_argument("--k", type=int, help="k-anonymity: every group has at least k records")
     g.add_argument("--l", type=float, help="l-diversity (variant by --l-variant)")
-    g.add_argument("--l-variant", choices=L_VARIANTS, default="distinct", help="l-diversity variant (default distinct)")
+    g.add_argument("--l-variant", choices=L_VARIANTS + DISCLOSURE_VARIANTS, default="distinct",
+                   help="l-diversity variant (default distinct; pd-/npd-recursive: with --c and --allowed)")
     g.add_argument("--c", type=float, help="the constant c of recursive (c,l)-diversity")
     g.add_argument("--t", type=float, help="t-closeness: EMD to the table's distribution at most t")
     g.add_argument("--distance", choices=DISTANCES,
@@ -85,6 +86,25 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                                               "than beta relative to the table's ((q - p) / p <= beta)")
     g.add_argument("--beta-variant", choices=("basic", "enhanced"), default="basic",
                    help="beta-likeness variant: basic (default) or enhanced (gain also within -ln p)")
+    g.add_argument("--allowed", metavar="VALUES",
+                   help="pd-/npd-recursive l-diversity: the sensitive values whose positive disclosure is allowed "
+                        "(comma-separated)")
+    g.add_argument("--protected", metavar="VALUES",
+                   help="npd-recursive l-diversity: the values whose negative disclosure is not allowed")
+    g.add_argument("--c2", type=float, metavar="SHARE",
+                   help="npd-recursive l-diversity: every protected value in at least this share of a group")
+    g.add_argument("--conf-bound", metavar="VALUE=H,...",
+                   help="confidence bounding: conf(group -> VALUE) <= H per sensitive value ('*=H': every other)")
+    g.add_argument("--xy-k", type=int, metavar="K",
+                   help="with --conf-bound: (X,Y)-privacy, at least K persons (rows) a group and the bounds")
+    g.add_argument("--ke", metavar="K,E",
+                   help="(k,e)-anonymity: >= K distinct numeric sensitive values a group, spanning >= E")
+    g.add_argument("--epsilon-m", metavar="EPS,M",
+                   help="(epsilon,m)-anonymity: at most 1/M of a group within EPS of any of its sensitive values")
+    g.add_argument("--multi-k", type=int, metavar="K",
+                   help="multiple-QID k-anonymity: k on each QID set of --qid-sets")
+    g.add_argument("--qid-sets", metavar="A,B;C",
+                   help="multiple-QID k-anonymity: the QID sets, columns by commas, sets by semicolons")
     g.add_argument("--delta", type=_delta_arg, metavar="DELTA|MIN,MAX",
                    help="delta-disclosure: |ln(p(E,s)/p(T,s))| < DELTA; with --public: delta-presence, every "
                         "public individual's presence probability within [MIN, MAX]")
@@ -184,13 +204,24 @@ def _presence_args(args: argparse.Namespace) -> bool:
     return True
 
 
-def _beta(args: argparse.Namespace) -> dict[str, Any]:
-    """beta-likeness's parameters, when --beta is given (--beta-variant alone is an error)."""
+def _extra(args: argparse.Namespace) -> dict[str, Any]:
+    """The parameters of the models beyond k, l, t, n, alpha and delta that were given: beta-likeness
+    (--beta-variant alone is an error), pd-/npd-recursive l, confidence bounding, (X,Y)-privacy,
+    (k,e), (epsilon,m) and multiple-QID k."""
+    out: dict[str, Any] = {}
     if getattr(args, "beta", None) is None:
         if getattr(args, "beta_variant", "basic") != "basic":
             raise InputError("--beta-variant applies to beta-likeness: give --beta as well")
-        return {}
-    return {"beta": _int_if_whole(args.beta), "beta_variant": args.beta_variant}
+    else:
+        out.update(beta=_int_if_whole(args.beta), beta_variant=args.beta_variant)
+    for name, key in (("allowed", "allowed"), ("protected", "protected"), ("conf_bound", "conf_bound"),
+                      ("xy_k", "xy_k"), ("ke", "ke"), ("epsilon_m", "epsilon_m"), ("multi_k", "multi_k"),
+                      ("qid_sets", "qid_sets")):
+        if getattr(args, name, None) is not None:
+            out[key] = getattr(args, name)
+    if getattr(args, "c2", None) is not None:
+        out["c2"] = _int_if_whole(args.c2)
+    return out
 
 
 def _int_if_whole(x: float | None):
@@ -576,7 +607,7 @@ def _check(args: argparse.Namespace) -> int:
             args.source, args.qi, args.sensitive, engine=engine, hierarchies=hierarchies, kinds=kinds,
             max_groups=args.max_groups, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
             t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, supersets=args.supersets,
-            reference=args.reference, person=args.person, **_beta(args),
+            reference=args.reference, person=args.person, **_extra(args),
         )
     finally:
         engine.close()
@@ -645,7 +676,7 @@ def _anonymize(args: argparse.Namespace) -> int:
             t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, reference=args.reference,
             bt=[_bt_arg(x, args.qi) for x in args.bt] or None, bt_distance=args.bt_distance, person=args.person,
             pseudonymize=args.pseudonymize, secret_file=args.secret_file, varying=args.varying_qis,
-            max_suppression=args.max_suppression, **_beta(args))
+            max_suppression=args.max_suppression, **_extra(args))
         progress.done()
         if args.export:
             _export(engine, args.out, args.export)
@@ -715,7 +746,7 @@ def _report(args: argparse.Namespace) -> int:
         models = {k: getattr(args, k) for k in ("k", "t", "n", "alpha", "delta", "c") if getattr(args, k) is not None}
         if args.l is not None:
             models.update(l=_int_if_whole(args.l), l_variant=args.l_variant)
-        models.update(_beta(args))
+        models.update(_extra(args))
         if args.t is not None:
             models.update(distance=args.distance, reference=args.reference)
         engine = _engine_for(args, read_only=True)
@@ -754,7 +785,7 @@ def _fulldomain(args: argparse.Namespace, engine, hierarchies, progress=None) ->
                        keep=args.keep,
                        replace=args.replace, seed=args.seed, k=args.k, l=_int_if_whole(args.l),
                        l_variant=args.l_variant, c=args.c, t=args.t, distance=args.distance, alpha=args.alpha,
-                       delta=args.delta, reference=args.reference, progress=progress, **_beta(args))
+                       delta=args.delta, reference=args.reference, progress=progress, **_extra(args))
         if progress:
             progress.done()
         if args.export:

@@ -34,7 +34,8 @@ METHODS = ("mondrian", "fulldomain", "anatomy", "slicing", "injector")
 #: methods releasing a QIT/ST pair (<out>_qit, <out>_st)
 QIT_ST = ("anatomy", "injector")
 MODEL_PARAMS = ("k", "l", "l_variant", "c", "t", "distance", "n", "alpha", "delta", "reference", "supersets", "bt",
-                "bt_distance", "beta", "beta_variant")
+                "bt_distance", "beta", "beta_variant", "allowed", "protected", "c2", "conf_bound", "xy_k", "ke",
+                "epsilon_m", "multi_k", "qid_sets")
 CLASS_COLUMN = {"mondrian": "eq_class", "fulldomain": "eq_class", "anatomy": "group_id", "slicing": "bucket_id",
                 "injector": "group_id"}
 

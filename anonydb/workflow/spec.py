@@ -50,7 +50,8 @@ METHODS = {
                 "tries": ((int,), "an integer"), "bins": ((int,), "an integer"),
                 "membership": ((bool,), "a boolean")},
 }
-PRIVACY = ("k", "l", "t", "n", "alpha", "delta", "bt", "beta")
+PRIVACY = ("k", "l", "t", "n", "alpha", "delta", "bt", "beta", "confidence_bound", "xy_privacy", "ke", "epsilon_m",
+           "multi_qid")
 FORMATS = ("duckdb", "parquet", "csv")
 TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed", "secret_file",
        "linked", "risk")
@@ -148,12 +149,23 @@ class Spec:
                 out[key] = p[key]
         if "beta" in p:
             out["beta"], out["beta_variant"] = p["beta"]["value"], p["beta"].get("variant", "basic")
+        if "confidence_bound" in p:
+            out["conf_bound"] = p["confidence_bound"]
+        if "xy_privacy" in p:
+            out["xy_k"], out["conf_bound"] = p["xy_privacy"]["k"], p["xy_privacy"]["bounds"]
+        if "ke" in p:
+            out["ke"] = (p["ke"]["k"], p["ke"]["e"])
+        if "epsilon_m" in p:
+            out["epsilon_m"] = (p["epsilon_m"]["epsilon"], p["epsilon_m"]["m"])
+        if "multi_qid" in p:
+            out["multi_k"], out["qid_sets"] = p["multi_qid"]["k"], p["multi_qid"]["sets"]
         if "l" in p:
             lv = p["l"]
             out["l"] = lv["value"]
             out["l_variant"] = lv.get("variant", "distinct")
-            if "c" in lv:
-                out["c"] = lv["c"]
+            for opt in ("c", "allowed", "protected", "c2"):
+                if opt in lv:
+                    out[opt] = lv[opt]
         if "t" in p:
             tv = p["t"]
             out["t"] = tv["value"]
@@ -482,9 +494,24 @@ def _privacy(ck: _Checker, v: Any, method: str) -> dict[str, Any]:
             ck.bad(at + ("bt",), "every (B,t) entry must use the same distance")
         if got:
             out["bt"] = got
-    l_opts = _with_options(ck, v, "l", ("variant", "c"))
+    for key, fields, shape in (("ke", ("k", "e"), "{k, e}"), ("epsilon_m", ("epsilon", "m"), "{epsilon, m}"),
+                               ("multi_qid", ("k", "sets"), "{k, sets: [[columns], ...]}"),
+                               ("xy_privacy", ("k", "bounds"), "{k, bounds: {value: h}}")):
+        if key in v:
+            if not isinstance(v[key], dict) or set(v[key]) != set(fields):
+                ck.bad(at + (key,), f"expected a mapping {shape}, got {v[key]!r}")
+            else:
+                out[key] = v[key]
+    if "confidence_bound" in v:
+        if not isinstance(v["confidence_bound"], dict) or not v["confidence_bound"]:
+            ck.bad(at + ("confidence_bound",), f"expected a mapping of sensitive value -> h, got {v['confidence_bound']!r}")
+        else:
+            out["confidence_bound"] = v["confidence_bound"]
+    if "confidence_bound" in out and "xy_privacy" in out:
+        ck.bad(at, "confidence_bound and xy_privacy both bound confidences: give the bounds in xy_privacy only")
+    l_opts = _with_options(ck, v, "l", ("variant", "c", "allowed", "protected", "c2"))
     if l_opts is not None:
-        variants = ("distinct", "entropy", "recursive", "probabilistic")
+        variants = ("distinct", "entropy", "recursive", "probabilistic", "pd-recursive", "npd-recursive")
         if l_opts.get("variant", "distinct") not in variants:
             ck.bad(at + ("l", "variant"), f"expected one of {', '.join(variants)}, got {l_opts.get('variant')!r}")
         out["l"] = l_opts

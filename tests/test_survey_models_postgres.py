@@ -1,0 +1,31 @@
+"""The survey models of issue 50 (pd-/npd-recursive l, confidence bounding, (X,Y)-privacy, (k,e),
+(epsilon,m), multiple-QID k) on PostgreSQL: the same reports as on DuckDB, by rows and by persons."""
+
+from __future__ import annotations
+
+import pytest
+
+from person_engines import visits
+from test_beta_likeness_postgres import same_beta
+from test_postgres import copy_to_pg, duck, pg  # noqa: F401  (fixtures)
+
+pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install 'anonydb[postgres]')")
+
+#: pytest -n: every test of one engine on one worker, which starts its server once
+pytestmark = pytest.mark.xdist_group("postgres")
+
+CASES = [dict(l=2, l_variant="pd-recursive", c=2, allowed=["1"]),
+         dict(l=2, l_variant="npd-recursive", c=3, allowed=["1"], protected=["2"], c2=0.2),
+         dict(conf_bound={"1": 0.5, "*": 0.6}), dict(xy_k=2, conf_bound={"2": 0.5}),
+         dict(ke=(2, 1)), dict(epsilon_m=(1, 1.5))]
+
+
+def same_models(duck, other, table, norm=lambda d: d):
+    same_beta(duck, other, table, norm, cases=CASES + [dict(p, person="pid") for p in CASES]
+              + [dict(multi_k=2, qid_sets="age;sex")])
+
+
+def test_same_on_postgres(duck, pg):
+    name = visits(duck, "survey_visits")
+    copy_to_pg(duck, pg, name)
+    same_models(duck, pg, name)
