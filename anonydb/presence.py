@@ -6,10 +6,11 @@ mapping, Def 4: a P row belongs to the class whose labels cover its values; Mond
 by their ``<qi>_lo``/``<qi>_hi`` bounds, a range join; hierarchy nodes through the hierarchy;
 value sets ``{a, b}``; ``*``), then judges the classes of P* with the delta-presence model
 (:class:`anonydb.models.DeltaPresence`, exact rational comparisons) through :func:`anonydb.check`:
-per class n_T / n_P in [delta_min, delta_max]. P rows no class covers form the class ``class_id
-= 0`` with presence 0 (they are not in T, and an adversary learns as much). Preconditions, checked
-with the offending rows named: T* within P (no class holds more T* rows than P rows), and the
-classes do not overlap (no P row covered twice).
+per class n_T / n_P in [delta_min, delta_max]; with ``k_map``, k-map too (its denominator alone:
+n_P >= k for every class with research records, :mod:`anonydb.models.k_map`). P rows no class
+covers form the class ``class_id = 0`` with presence 0 (they are not in T, and an adversary learns
+as much). Preconditions, checked with the offending rows named: T* within P (no class holds more
+T* rows than P rows), and the classes do not overlap (no P row covered twice).
 
 :func:`flag_public` marks the rows of P that are in T (by a shared key, or by matching QI tuples:
 which of several identical public rows is the member does not change any presence), for the
@@ -28,8 +29,9 @@ from .engines import connect
 from .engines.base import Engine
 from .errors import InfeasibleError, InputError
 from .hierarchy import Hierarchy, validate_all
-from .models.base import as_fraction
+from .models.base import Model, as_fraction
 from .models.confidence import ExactKernel, Kernel
+from .models.k_map import KMap
 from .models.presence import DeltaPresence, parse_delta
 from .schema import split_list, validate_person, varying_qi
 from .sources import open_source
@@ -41,18 +43,22 @@ FLAG = "in_private"
 MAPPED_COLUMNS = ("class_id", "covers", "public_row", "member", "_adb_nt", "_adb_np")
 
 
-def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta: Any, engine: Engine | Any = None,
+def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta: Any = None,
+                   k_map: int | None = None, engine: Engine | Any = None,
                    hierarchies: dict[str, Hierarchy] | None = None, levels: dict[str, int] | None = None,
                    max_groups: int = 20, classes_out: str | None = None, name: str | None = None,
                    public_name: str | None = None, person: str | None = None) -> Report:
     """Check that ``release`` (T*, or the private table itself) is delta-present with respect to
     ``public`` (P); ``delta`` = (delta_min, delta_max). Returns the check's report: the model's
     verdict with the achieved (min, max) presence and the violating classes, plus ``uncovered``
-    (P rows in no class) in the verdict's note. ``levels``: a full-domain release's level per QI
-    (needed only when a column's labels name nodes of several hierarchy levels). ``classes_out``:
+    (P rows in no class) in the verdict's note. ``k_map``: k-map (:mod:`anonydb.models.k_map`)
+    as well or instead (``delta`` None): every class holding research records matches at least
+    k_map public rows; its verdict follows delta-presence's. ``levels``: a full-domain release's
+    level per QI (needed only when a column's labels name nodes of several hierarchy levels). ``classes_out``:
     also write the per-class table (class_id, labels, n_private, n_public, presence, inside).
-    The report's ``public_outside`` counts the public individuals whose presence lies outside
-    the bounds, and ``public_outside_rows`` lists up to ``max_groups`` of them (all P's columns).
+    The report's ``public_outside`` counts the public individuals whose class fails (a presence
+    outside the bounds, or a k-map class of fewer than k), and ``public_outside_rows`` lists up to
+    ``max_groups`` of them (all P's columns).
     The report speaks the caller's names: ``name`` / ``public_name`` (default ``release`` /
     ``public``; a caller that stages the release under a scratch name passes the user's), the QIs,
     and "class" for a class's number (0: the public rows no class covers).
@@ -65,7 +71,7 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
     ``classes_out`` and the "within P" errors count persons too)."""
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
-    model = DeltaPresence(delta)
+    models = public_models(delta, k_map)
     hierarchies = dict(hierarchies or {})
     rname = str(release) if name is None else str(name)
     pname = str(public) if public_name is None else str(public_name)
@@ -86,18 +92,29 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
         m = map_public(eng, s, rel, pub, qi_cols, rcols, hierarchies, levels, person, rname, pname)
         mapped, pbase, prid, n_records, n_persons = m.table, m.pbase, m.prid, m.n_records, m.n_persons
         uncovered = int(eng.scalar(f"SELECT count(*) FROM {ident(mapped)} WHERE class_id = 0"))
-        report = check(mapped, ["class_id"] + qi_cols, "member", models=[model], engine=eng, max_groups=max_groups,
+        report = check(mapped, ["class_id"] + qi_cols, "member", models=models, engine=eng, max_groups=max_groups,
                        name=rname)
         labels = ", ".join(f"any_value({ident(c)}) AS {ident(c)}" for c in qi_cols)
-        a, b, c, d = model.dmin.numerator, model.dmin.denominator, model.dmax.numerator, model.dmax.denominator
+        inside = []  # per model, whether a class passes it (sql/model_presence.sql.j2, model_k_map.sql.j2)
+        for model in models:
+            if isinstance(model, DeltaPresence):
+                a, b, c, d = model.dmin.numerator, model.dmin.denominator, model.dmax.numerator, model.dmax.denominator
+                inside.append(f"CAST(sum(member) AS HUGEINT) * {b} >= CAST(count(*) AS HUGEINT) * {a} AND "
+                              f"CAST(sum(member) AS HUGEINT) * {d} <= CAST(count(*) AS HUGEINT) * {c}")
+            else:
+                inside.append(f"sum(member) = 0 OR count(*) >= {int(model.k)}")
         per_class = (f"SELECT class_id, {labels}, CAST(sum(member) AS BIGINT) AS n_private, count(*) AS n_public, "
                      f"sum(member) / count(*) AS presence, "
-                     f"CAST(sum(member) AS HUGEINT) * {b} >= CAST(count(*) AS HUGEINT) * {a} AND "
-                     f"CAST(sum(member) AS HUGEINT) * {d} <= CAST(count(*) AS HUGEINT) * {c} AS inside "
-                     f"FROM {ident(mapped)} GROUP BY class_id")
+                     + "".join(f"({x}) AS _adb_in{i}, " for i, x in enumerate(inside))
+                     + " AND ".join(f"({x})" for x in inside) + f" AS inside FROM {ident(mapped)} GROUP BY class_id")
         classes = s.table(per_class)
         if classes_out:
-            eng.create_table_as(classes_out, f"SELECT * FROM {ident(classes)} ORDER BY class_id", replace=True)
+            eng.create_table_as(classes_out, f"SELECT class_id, {', '.join(ident(c) for c in qi_cols)}, n_private, "
+                                             f"n_public, presence, inside FROM {ident(classes)} ORDER BY class_id",
+                                replace=True)
+        # per model: the public rows in the classes that fail it
+        fails = eng.fetch_rows("SELECT " + ", ".join(f"coalesce(sum(n_public) FILTER (WHERE NOT _adb_in{i}), 0)"
+                                                     for i in range(len(models))) + f" FROM {ident(classes)}")[1][0]
         outside = (f"FROM {ident(mapped)} AS m JOIN {ident(classes)} AS k ON k.class_id = m.class_id "
                    f"JOIN {ident(pbase)} AS p ON CAST(p.{'rowid' if prid == 'rowid' else ident(prid)} AS BIGINT) = "
                    f"m.public_row WHERE NOT k.inside")
@@ -106,20 +123,34 @@ def check_presence(release: str, public: str, qi: str | Iterable[str], *, delta:
         rows = eng.fetch_rows(f"SELECT {', '.join('p.' + ident(x) for x in pcols)}, k.presence {outside} "
                               f"ORDER BY m.public_row LIMIT {int(max_groups or 0)}")[1] if max_groups else []
     _user_names(report, rname, pname, qi_cols)
-    v = report.verdicts[0]
     if person is not None:  # the public rows are persons; the release's side counts its persons
         report.person, report.persons = person, n_persons
-        v.note = (v.note + "; " if v.note else "") + (
-            f"the release's {n_records} records are {n_persons} persons by {person}: a class's presence counts "
-            f"its distinct persons")
-    if uncovered:
-        v.note = (v.note + "; " if v.note else "") + (
-            f"{uncovered} public rows are covered by no released class (presence 0, class 0)")
-    if n_out:
-        v.note = (v.note + "; " if v.note else "") + f"{n_out} public individuals have a presence outside the bounds"
+    for v, model, failed in zip(report.verdicts, models, fails):
+        delta_model = isinstance(model, DeltaPresence)
+        if person is not None:
+            v.note = (v.note + "; " if v.note else "") + (
+                f"the release's {n_records} records are {n_persons} persons by {person}: a class's "
+                + ("presence counts its distinct persons" if delta_model else "public rows count persons"))
+        if uncovered:
+            v.note = (v.note + "; " if v.note else "") + (
+                f"{uncovered} public rows are covered by no released class (presence 0, class 0)")
+        if failed:
+            v.note = (v.note + "; " if v.note else "") + (
+                f"{failed} public individuals have a presence outside the bounds" if delta_model else
+                f"{failed} public individuals are in classes with research records and fewer than {model.k} "
+                f"public rows")
     report.public_outside = n_out  # type: ignore[attr-defined]
     report.public_outside_rows = [dict(zip(pcols + ["presence"], r)) for r in rows]  # type: ignore[attr-defined]
     return report
+
+
+def public_models(delta: Any = None, k_map: Any = None) -> list[Model]:
+    """The models judged against a public table: delta-presence (``delta`` = (min, max)) and k-map
+    (``k_map`` = k), in that order; InputError when neither is given."""
+    if delta is None and k_map is None:
+        raise InputError("give delta (delta-presence, (delta_min, delta_max)) or k_map (k-map, an integer k): "
+                         "the models judged against the public table")
+    return ([DeltaPresence(delta)] if delta is not None else []) + ([KMap(k_map)] if k_map is not None else [])
 
 
 @dataclass
@@ -255,11 +286,12 @@ def fast_infeasible(n_private: int, n_public: int, delta: Any) -> str:
             f"range of presences (Theorem 1), so no generalization is delta-present")
 
 
-def flag_public(eng: Engine, s: Any, private: str, public: str, qi: list[str], key: str | None = None
-                ) -> tuple[str, int, int]:
+def flag_public(eng: Engine, s: Any, private: str, public: str, qi: list[str], key: str | None = None,
+                carry: Iterable[str] = ()) -> tuple[str, int, int]:
     """The public table's QI columns with ``in_private`` (1/0) and ``private_rid`` (the matched
-    private row's id, NULL for others). Returns (table, |T|, |P|). Raises InputError, with
-    example rows, when a private row has no public partner."""
+    private row's id, NULL for others), and the private table's ``carry`` columns of the matched
+    row (NULL for others). Returns (table, |T|, |P|). Raises InputError, with example rows, when a
+    private row has no public partner."""
     tbase, trid = eng.row_ids(s, private)
     pbase, prid = eng.row_ids(s, public)
     tr = "rowid" if trid == "rowid" else ident(trid)
@@ -299,9 +331,11 @@ def flag_public(eng: Engine, s: Any, private: str, public: str, qi: list[str], k
         raise InputError(f"the private table is not within the public table: {n_t - matched} private rows have no "
                          f"public partner" + (f" by {key!r}" if key else " with the same QI values")
                          + f", e.g. {shown}")
+    carried = "".join(f", t.{ident(c)}" for c in carry)
     flagged = s.table(f"SELECT {', '.join('p.' + ident(c) for c in qi)}, "
-                      f"CASE WHEN m.trid IS NULL THEN 0 ELSE 1 END AS {FLAG}, m.trid AS private_rid "
-                      f"FROM {ident(pbase)} AS p LEFT JOIN {ident(pairs_t)} AS m ON m.prid = CAST(p.{pr} AS BIGINT)")
+                      f"CASE WHEN m.trid IS NULL THEN 0 ELSE 1 END AS {FLAG}, m.trid AS private_rid{carried} "
+                      f"FROM {ident(pbase)} AS p LEFT JOIN {ident(pairs_t)} AS m ON m.prid = CAST(p.{pr} AS BIGINT)"
+                      + (f" LEFT JOIN {ident(tbase)} AS t ON CAST(t.{tr} AS BIGINT) = m.trid" if carried else ""))
     return flagged, n_t, n_p
 
 

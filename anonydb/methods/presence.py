@@ -11,6 +11,9 @@ and the delta-presence model, which judges each class of P* by n_T / n_P (exact)
 * ``method="mondrian"`` (MPALM-like): :mod:`anonydb.methods.mondrian` cuts P's regions while every
   half stays delta-present (unions of delta-present regions are delta-present).
 
+k-map (:mod:`anonydb.models.k_map`, ``k_map=``) runs the same way, alone or beside delta-presence:
+its model judges the same classes of P* by n_P >= k where n_T > 0, and is monotone too.
+
 The release holds only T's rows, generalized the way their P partners were (QI labels, Mondrian's
 ``_lo``/``_hi`` and ``eq_class``), with T's other columns beside. Before anything is written, the
 top-node test says at once when |T|/|P| lies outside delta, and the release is re-checked from
@@ -30,9 +33,9 @@ from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..generalize import generalize_sql
 from ..hierarchy import EnumeratedHierarchy, Hierarchy
 from ..models.confidence import ExactKernel, Kernel
-from ..models.presence import DeltaPresence, parse_delta
+from ..models.presence import parse_delta
 from ..presence import (FLAG, ConfidenceReport, check_confident, check_presence, d_marginals, flag_public, need_qis,
-                        parse_c, require_feasible)
+                        parse_c, public_models, require_feasible)
 from ..release.publish import Publication, publication_lines
 from ..schema import split_list
 from ..sources import open_source
@@ -47,18 +50,25 @@ class PresenceResult:
     rows: int  # private rows released
     public_rows: int
     classes: int  # classes of P*
-    achieved: tuple[Any, Any]  # (min, max) presence over the classes of P*
+    achieved: tuple[Any, Any] | None  # (min, max) presence over the classes of P* (None: no delta asked)
     seconds: float
     levels: dict[str, int] | None  # full-domain: the level vector
     report: Any  # the re-check of the release (anonydb.checker.Report)
     dropped: list[str] = field(default_factory=list)  # the private table's columns not published
+    k_map: int | None = None  # k-map: the smallest public count of a class with research records
+    kept: list[str] = field(default_factory=list)  # k-map: the private table's columns published unchanged
 
     def format(self) -> str:
         lv = f"; levels [{', '.join(f'{q}={v}' for q, v in self.levels.items())}]" if self.levels else ""
-        return (f"delta-presence ({self.method}): {self.rows} private rows released in {self.table} "
+        names = " and ".join(x for x, on in (("delta-presence", self.achieved is not None),
+                                             ("k-map", self.k_map is not None)) if on)
+        got = ([f"presence in [{_fmt(self.achieved[0])}, {_fmt(self.achieved[1])}] for every public row"]
+               if self.achieved is not None else []) + (
+              [f"every class with private rows matches >= {self.k_map} public rows"] if self.k_map is not None else [])
+        return (f"{names} ({self.method}): {self.rows} private rows released in {self.table} "
                 f"({self.classes} classes of the {self.public_rows}-row public table{lv}) in {self.seconds:.2f} s\n"
-                f"  verified: presence in [{_fmt(self.achieved[0])}, {_fmt(self.achieved[1])}] for every public row"
-                + "".join("\n" + x for x in publication_lines(self.dropped, [], "")))
+                f"  verified: {'; '.join(got)}"
+                + "".join("\n" + x for x in publication_lines(self.dropped, self.kept, "")))
 
 
 #: delta-presence maps every public row to the one class whose published values cover it [Nergiz &
@@ -68,25 +78,30 @@ PRESENCE_RELAXED = ("delta-presence needs a non-overlapping generalization: rela
                     "values, so the classes' boxes overlap and a public row would fall in several; drop relaxed")
 
 
-def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, delta: Any, out: str,
-                       engine: Engine | Any = None, method: str = "fulldomain",
+def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, delta: Any = None, out: str,
+                       k_map: int | None = None, engine: Engine | Any = None, method: str = "fulldomain",
                        hierarchies: dict[str, Hierarchy] | None = None, key: str | None = None,
                        metric: str = "dm", relaxed: bool = False, categorical: str = "hierarchy",
-                       seed: int | None = None, replace: bool = False) -> PresenceResult:
-    """Release ``private`` (T) generalized so that it is delta-present with respect to ``public`` (P).
+                       seed: int | None = None, replace: bool = False,
+                       keep: str | Iterable[str] | None = None) -> PresenceResult:
+    """Release ``private`` (T) generalized so that it is delta-present with respect to ``public`` (P),
+    and/or k-map (``k_map`` = k: every released class matches at least k rows of P generalized the
+    same way, :mod:`anonydb.models.k_map`; ``delta`` None for k-map alone). Both are monotone, so
+    both searches prune with them.
 
     ``key``: a column both tables share that identifies a person (else rows are matched on their
     QI values). ``hierarchies``: per QI (all of them for ``fulldomain``; categorical ones for
     Mondrian's hierarchy cuts). ``metric``: the full-domain optimum's metric (over P*). The release
     publishes the generalized QIs and the class id only: T's other columns are dropped (a kept
     column could not be judged against P). ``seed`` None orders the rows by a fresh secret.
-    ``relaxed`` is refused with Mondrian (:data:`PRESENCE_RELAXED`).
+    ``relaxed`` is refused with Mondrian (:data:`PRESENCE_RELAXED`). ``keep``: with k-map alone,
+    columns of T published unchanged beside the generalized QIs (the research attributes, e.g. the
+    sensitive one: k-map bounds re-identification through the QIs only, ARX's KMap publishes them).
     """
     t0 = time.perf_counter()
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
-    model = DeltaPresence(delta)
-    dmin, dmax = parse_delta(delta)
+    models = public_models(delta, k_map)
     if method not in ("fulldomain", "mondrian"):
         raise InputError(f"method must be 'fulldomain' (SPALM) or 'mondrian' (MPALM), got {method!r}")
     if relaxed and method == "mondrian":
@@ -94,13 +109,27 @@ def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, de
     if not isinstance(out, str) or not out:
         raise InputError("out must name the release table")
     hierarchies = dict(hierarchies or {})
+    kept = split_list(keep, "keep")
+    if kept and delta is not None:
+        raise InputError("delta-presence releases only the generalized QIs (a kept column could not be judged "
+                         "against the public table): keep columns with k-map alone")
     with Publication(eng, [out], replace, sources=[private, public], seed=seed) as release, \
             eng.scratch("presence_anon") as s:
         priv = open_source(eng, private, scratch=s)
         pub = open_source(eng, public, scratch=s)
         tcols, _ = need_qis(eng, priv, pub, qi_cols, f"the private table {private}", f"the public table {public}")
-        flagged, n_t, n_p = flag_public(eng, s, priv, pub, qi_cols, key)
-        require_feasible(n_t, n_p, (dmin, dmax))
+        for c in kept:
+            if c not in tcols or c in qi_cols:
+                raise InputError(f"keep: {c!r} is not a column of the private table {private} other than its "
+                                 f"quasi-identifiers")
+            if c in (FLAG, "private_rid", "eq_class") or any(c in (f"{q}_lo", f"{q}_hi") for q in qi_cols):
+                raise InputError(f"keep: {c!r} has a name the release uses for its own columns; rename it")
+        flagged, n_t, n_p = flag_public(eng, s, priv, pub, qi_cols, key, carry=kept)
+        if delta is not None:
+            require_feasible(n_t, n_p, delta)
+        if k_map is not None and int(k_map) > n_p:
+            raise InfeasibleError(f"k-map with k = {k_map} is infeasible: the public table has {n_p} rows, and "
+                                  f"the most general release (one class of them all) matches no more")
         work = s.name()
         levels = None
         if method == "fulldomain":
@@ -108,33 +137,36 @@ def presence_anonymize(private: str, public: str, qi: str | Iterable[str], *, de
 
             # the release below is checked from P (check_presence) before it is written
             r = fulldomain(flagged, qi_cols, FLAG, hierarchies=hierarchies, out=work, engine=eng, metric=metric,
-                           models=[model], seed=seed, _caller_keeps=FLAG)
+                           models=models, seed=seed, _caller_keeps=FLAG)
             levels = dict(r.levels)
         else:
             from .mondrian import anonymize
 
-            anonymize(flagged, qi_cols, FLAG, out=work, engine=eng, models=[model], hierarchies=hierarchies,
-                      relaxed=relaxed, categorical=categorical, seed=seed, keep=["private_rid"],
-                      _unjudged=("private_rid",))
+            anonymize(flagged, qi_cols, FLAG, out=work, engine=eng, models=models, hierarchies=hierarchies,
+                      relaxed=relaxed, categorical=categorical, seed=seed, keep=["private_rid", *kept],
+                      _unjudged=("private_rid", *kept))
         # the release: the private rows only, with their generalized QIs and class (in the work's
-        # keyed order); T's other columns are dropped
+        # keyed order) and the kept columns; T's other columns are dropped
         wcols = [c for c, _ in eng.columns(work) if c not in (FLAG, "private_rid")]
-        dropped = [c for c in tcols if c not in qi_cols]
+        dropped = [c for c in tcols if c not in qi_cols and c not in kept]
         stage = release.stage()
         eng.create_table_as(stage, f"SELECT {', '.join('w.' + ident(c) for c in wcols)} FROM {ident(work)} AS w "
                                    f"WHERE w.{ident(FLAG)} = 1")
         released = int(eng.scalar(f"SELECT count(*) FROM {ident(stage)}"))
         if released != n_t:
             raise AnonyDBError(f"internal error: the release holds {released} rows, the private table {n_t}")
-        report = check_presence(stage, pub, qi_cols, delta=(dmin, dmax), engine=eng, hierarchies=hierarchies,
+        report = check_presence(stage, pub, qi_cols, delta=delta, k_map=k_map, engine=eng, hierarchies=hierarchies,
                                 levels=levels, max_groups=3)
-        v = report.verdicts[0]
-        release.attach([stage], v.holds, f"delta-presence does not hold on the release ({v.violating_groups} of "
-                                         f"{v.groups} classes violate)", report)
+        bad = next((v for v in report.verdicts if not v.holds), None)
+        release.attach([stage], bad is None, f"{bad.model} does not hold on the release ({bad.violating_groups} of "
+                                             f"{bad.groups} classes violate)" if bad else "", report)
         release.commit([(stage, out)])
-    return PresenceResult(table=out, method=method, rows=n_t, public_rows=n_p, classes=v.groups,
-                          achieved=(v.achieved["delta_min"], v.achieved["delta_max"]),
-                          seconds=time.perf_counter() - t0, levels=levels, report=report, dropped=dropped)
+    by = {v.model: v for v in report.verdicts}
+    dp, km = by.get("delta-presence"), by.get("k-map")
+    return PresenceResult(table=out, method=method, rows=n_t, public_rows=n_p, classes=report.verdicts[0].groups,
+                          achieved=(dp.achieved["delta_min"], dp.achieved["delta_max"]) if dp else None,
+                          seconds=time.perf_counter() - t0, levels=levels, report=report, dropped=dropped,
+                          k_map=km.achieved["k"] if km else None, kept=kept)
 
 
 # ==================================================================================================

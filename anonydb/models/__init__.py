@@ -8,6 +8,7 @@ from .confidence_bounding import ConfidenceBounding
 from .epsilon_m import EpsilonMAnonymity
 from .extras import AlphaKAnonymity, DeltaDisclosure
 from .k_anonymity import KAnonymity
+from .k_map import KMap
 from .ke_anonymity import KEAnonymity
 from .l_diversity import VARIANTS as L_VARIANTS
 from .l_diversity import LDiversity
@@ -22,6 +23,6 @@ from .xy_privacy import XYPrivacy
 __all__ = [
     "AlphaKAnonymity", "BETA_VARIANTS", "BetaLikeness", "ConfidenceBounding", "DISCLOSURE_VARIANTS", "DISTANCES",
     "DeltaDisclosure", "DeltaPresence", "DisclosureRecursiveDiversity", "EpsilonMAnonymity", "GroupContext",
-    "GroupViolation", "KAnonymity", "KEAnonymity", "LDiversity", "L_VARIANTS", "Model", "MultiQidK", "NTCloseness",
+    "GroupViolation", "KAnonymity", "KEAnonymity", "KMap", "LDiversity", "L_VARIANTS", "Model", "MultiQidK", "NTCloseness",
     "TCloseness", "Verdict", "XYPrivacy", "candidate_models",
 ]

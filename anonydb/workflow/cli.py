@@ -110,8 +110,11 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                         "public individual's presence probability within [MIN, MAX]")
     g.add_argument("--public", metavar="TABLE|FILE",
                    help="delta-presence: the public table the private one (the source) is drawn from")
-    g.add_argument("--key", help="delta-presence: a column identifying a person in both tables (default: match "
-                                 "rows on their QI values)")
+    g.add_argument("--key", help="delta-presence, k-map: a column identifying a person in both tables (default: "
+                                 "match rows on their QI values)")
+    g.add_argument("--k-map", type=int, metavar="K",
+                   help="k-map, with --public: every released class matches at least K rows of the public table "
+                        "(the population) generalized the same way")
     g.add_argument("--confidence", metavar="C",
                    help="c-confident delta-presence: every released class is (MIN,MAX)-present with probability >= C, "
                         "knowing only the population's per-attribute counts (--marginals, or those of --public)")
@@ -180,10 +183,15 @@ def _delta_arg(text: str):
 
 
 def _presence_args(args: argparse.Namespace) -> bool:
-    """Whether the call asks for delta-presence (--public, or --confidence); checks the options fit."""
+    """Whether the call asks for a model judged against a public table (delta-presence or k-map with
+    --public, or --confidence); checks the options fit."""
+    k_map = getattr(args, "k_map", None)
     if args.confidence is not None or args.marginals is not None or args.private is not None:
         if args.confidence is None:
             raise InputError("--marginals and --private belong to c-confident delta-presence (--confidence C)")
+        if k_map is not None:
+            raise InputError("--k-map is judged against --public, not with c-confident delta-presence: drop "
+                             "--confidence")
         if not isinstance(args.delta, str):
             raise InputError("--confidence needs --delta MIN,MAX")
         if (args.marginals is None) == (args.public is None):
@@ -194,13 +202,18 @@ def _presence_args(args: argparse.Namespace) -> bool:
         if isinstance(args.delta, str):
             raise InputError("--delta MIN,MAX is delta-presence: give the public table with --public")
         if args.key:
-            raise InputError("--key belongs to delta-presence (--public)")
+            raise InputError("--key belongs to delta-presence and k-map (--public)")
+        if k_map is not None:
+            raise InputError("--k-map is judged against the population: give the public table with --public")
         return False
-    if not isinstance(args.delta, str):
-        raise InputError("--public asks for delta-presence: give --delta MIN,MAX (e.g. --delta 0.05,0.15)")
+    if not isinstance(args.delta, str) and (k_map is None or args.delta is not None):
+        raise InputError("--public asks for delta-presence or k-map: give --delta MIN,MAX (e.g. --delta 0.05,0.15) "
+                         "or --k-map K")
     others = [f"--{n}" for n in ("k", "l", "t", "n", "alpha", "c") if getattr(args, n, None) is not None]
     if others:
-        raise InputError(f"delta-presence (--public) is checked on its own; drop {', '.join(others)}")
+        what = " and ".join(x for x, on in (("delta-presence", args.delta is not None), ("k-map", k_map is not None))
+                            if on)
+        raise InputError(f"{what} (--public) is checked on its own; drop {', '.join(others)}")
     return True
 
 
@@ -596,7 +609,7 @@ def _check(args: argparse.Namespace) -> int:
         from ..presence import check_presence
 
         try:
-            report = check_presence(args.source, args.public, args.qi, delta=args.delta, engine=engine,
+            report = check_presence(args.source, args.public, args.qi, delta=args.delta, k_map=args.k_map, engine=engine,
                                     hierarchies=hierarchies, max_groups=args.max_groups, person=args.person)
         finally:
             engine.close()
@@ -732,8 +745,8 @@ def _report(args: argparse.Namespace) -> int:
     from .reporting import table_report, write_report
 
     if _presence_args(args):
-        raise InputError("report covers k, l, t, (n,t), (alpha,k) and delta-disclosure; check delta-presence with "
-                         "`anonydb check --public`")
+        raise InputError("report covers k, l, t, (n,t), (alpha,k) and delta-disclosure; check delta-presence and "
+                         "k-map with `anonydb check --public`")
     if Path(args.source).suffix.lower() in (".yaml", ".yml"):
         from .jobs import spec_report
 
@@ -833,27 +846,33 @@ def _presence(args: argparse.Namespace, hierarchies) -> int:
 
     from ..methods.presence import presence_anonymize
 
-    if args.keep or args.identifiers:
+    k_map_alone = getattr(args, "k_map", None) is not None and args.delta is None
+    if args.identifiers or (args.keep and not k_map_alone):
         raise InputError("delta-presence releases only the generalized QIs: drop --keep and --identifiers (the "
-                         "private table's other columns are never published)")
+                         "private table's other columns are never published; k-map alone keeps --keep's)")
     if args.confidence is not None:
         return _sfalm(args, hierarchies)
 
     if args.method not in ("fulldomain", "mondrian"):
-        raise InputError("delta-presence (--public) anonymizes with --method fulldomain (SPALM) or mondrian (MPALM)")
+        raise InputError("delta-presence and k-map (--public) anonymize with --method fulldomain (SPALM) or mondrian "
+                         "(MPALM)")
+    from ..schema import split_list
+
+    # k-map alone publishes the research attributes: the sensitive one and --keep's
+    keep = ([args.sensitive] if args.sensitive and k_map_alone else []) + split_list(args.keep, "--keep")
     engine = _engine_for(args)
     try:
-        r = presence_anonymize(args.source, args.public, args.qi, delta=args.delta, out=args.out, engine=engine,
-                               method=args.method, hierarchies=hierarchies, key=args.key, metric=args.metric,
-                               relaxed=args.relaxed, categorical=args.categorical, seed=args.seed,
-                               replace=args.replace)
+        r = presence_anonymize(args.source, args.public, args.qi, delta=args.delta, k_map=args.k_map, out=args.out,
+                               engine=engine, method=args.method, hierarchies=hierarchies, key=args.key,
+                               metric=args.metric, relaxed=args.relaxed, categorical=args.categorical, seed=args.seed,
+                               replace=args.replace, keep=keep or None)
         if args.export:
             _export(engine, args.out, args.export)
     finally:
         engine.close()
     if args.json:
         print(json.dumps({"table": r.table, "method": r.method, "rows": r.rows, "public_rows": r.public_rows,
-                          "classes": r.classes, "levels": r.levels, "seconds": r.seconds,
+                          "classes": r.classes, "levels": r.levels, "k_map": r.k_map, "seconds": r.seconds,
                           "verification": r.report.to_dict()}, indent=2, default=str))
     else:
         print(r.format())

@@ -35,7 +35,7 @@ METHODS = ("mondrian", "fulldomain", "anatomy", "slicing", "injector")
 QIT_ST = ("anatomy", "injector")
 MODEL_PARAMS = ("k", "l", "l_variant", "c", "t", "distance", "n", "alpha", "delta", "reference", "supersets", "bt",
                 "bt_distance", "beta", "beta_variant", "allowed", "protected", "c2", "conf_bound", "xy_k", "ke",
-                "epsilon_m", "multi_k", "qid_sets")
+                "epsilon_m", "multi_k", "qid_sets", "k_map")
 CLASS_COLUMN = {"mondrian": "eq_class", "fulldomain": "eq_class", "anatomy": "group_id", "slicing": "bucket_id",
                 "injector": "group_id"}
 
@@ -105,7 +105,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
               keep: str | Iterable[str] | None = None, seed: int | None = None,
               replace: bool = False, as_view: bool = False, person: str | None = None,
               pseudonymize: str | Iterable[str] | None = None, secret_file: Any = None,
-              progress: Callable[[dict[str, Any]], None] | None = None, risk: Any = None, **params: Any) -> Release:
+              progress: Callable[[dict[str, Any]], None] | None = None, risk: Any = None, public: str | None = None,
+              **params: Any) -> Release:
     """Anonymize ``source`` with ``method`` into ``out``; return the verified :class:`Release`.
 
     ``params`` holds the privacy models (``k``, ``l`` with ``l_variant``/``c``, ``t`` with
@@ -125,7 +126,9 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     by ``secret_file``, ``$ANONYDB_SECRET`` or a fresh key; mondrian, fulldomain, anatomy). ``risk``:
     limits the release must meet (a spec's ``risk:`` block: e.g. ``{"max_journalist_risk": 0.05}``,
     :class:`anonydb.risk.assess.Limits`), judged over every published column but the sensitive one
-    before anything is written."""
+    before anything is written. ``public`` with ``k_map``: k-map against that public table (the
+    population the source is drawn from; :func:`anonydb.methods.presence.presence_anonymize`,
+    mondrian or fulldomain, the QIs generalized and the sensitive and ``keep`` columns published)."""
     from ..release.publish import RiskGate, risk_gate
     from ..risk.assess import Limits
 
@@ -140,13 +143,13 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         return _anonymize(source, qi, sensitive, method=method, out=out, engine=engine, hierarchies=hierarchies,
                           kinds=kinds, identifiers=identifiers, keep=keep, seed=seed, replace=replace,
                           as_view=as_view, person=person, pseudonymize=pseudonymize, secret_file=secret_file,
-                          progress=progress, **params)
+                          progress=progress, public=public, **params)
 
 
 def _anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, method: str, out: str,
                engine: Any, hierarchies: Any, kinds: Any, identifiers: Any, keep: Any, seed: int | None,
                replace: bool, as_view: bool, person: str | None, pseudonymize: Any, secret_file: Any,
-               progress: Any, **params: Any) -> Release:
+               progress: Any, public: str | None = None, **params: Any) -> Release:
     from .. import methods as m
 
     if method not in METHODS:
@@ -157,6 +160,13 @@ def _anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = Non
     t0 = time.perf_counter()
     models = {k: v for k, v in params.items() if k in MODEL_PARAMS and v is not None}
     opts = {k: v for k, v in params.items() if k not in MODEL_PARAMS}
+    if "k_map" in models or public is not None:
+        r = _k_map_release(eng, source, public, qi_cols, sensitive, method, out, models, opts, hierarchies, keep,
+                           seed, replace, as_view, person, pseudonymize)
+        return Release(method=method, table=out, tables={"release": out}, qi=qi_cols, sensitive=sensitive,
+                       rows=r.rows, seconds=time.perf_counter() - t0, report=r.report, result=r, engine=eng,
+                       sql=[x.sql for x in eng.log[start:]], hierarchies=dict(hierarchies or {}),
+                       dropped=list(r.dropped), kept=list(r.kept))
     allowed = {"mondrian": ("relaxed", "categorical", "try_all_dims", "plan", "varying", "max_suppression"), "fulldomain": ("max_suppression", "metric"),
                "anatomy": ("groups",), "injector": ("min_exp", "itemset_support"), "slicing": ("columns", "sensitive_column_size", "column_k", "tries", "bins",
                                                    "membership", "split_on", "min_bucket")}[method]
@@ -224,6 +234,34 @@ def _anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                    order=getattr(r, "order", ""))
 
 
+def _k_map_release(eng: Engine, source: str, public: str | None, qi: list[str], sensitive: str | None, method: str,
+                   out: str, models: dict[str, Any], opts: dict[str, Any], hierarchies: Any, keep: Any,
+                   seed: int | None, replace: bool, as_view: bool, person: str | None, pseudonymize: Any) -> Any:
+    """k-map against ``public`` (:func:`anonydb.methods.presence.presence_anonymize`): the QIs
+    generalized, the sensitive attribute and ``keep`` published unchanged."""
+    from ..methods.presence import presence_anonymize
+
+    if "k_map" not in models or public is None:
+        raise InputError("k_map is judged against a public table: give public= (the population the source is drawn "
+                         "from) with k_map")
+    others = [k for k in models if k != "k_map"]
+    if others:
+        raise InputError(f"k-map against a public table is judged on its own; drop {', '.join(others)}")
+    if method not in ("mondrian", "fulldomain"):
+        raise InputError(f"k-map releases are made by mondrian or fulldomain, not {method}")
+    if person is not None or pseudonymize or as_view:
+        raise InputError("a k-map release matches the public table row by row and is a table: no person, "
+                         "pseudonymize or as_view")
+    allowed = ("metric", "key") if method == "fulldomain" else ("relaxed", "categorical", "key")
+    unknown = [k for k in opts if k not in allowed]
+    if unknown:
+        raise InputError(f"k-map with {method} takes no parameter {', '.join(map(repr, unknown))}; its options are "
+                         f"{', '.join(allowed)}")
+    kept = ([sensitive] if sensitive else []) + [c for c in split_list(keep, "keep") if c != sensitive]
+    return presence_anonymize(source, public, qi, k_map=models["k_map"], out=out, engine=eng, method=method,
+                              hierarchies=hierarchies, seed=seed, replace=replace, keep=kept or None, **opts)
+
+
 def _only_attributes(eng: Engine, source: str, method: str, qi: list[str], sensitive: str | None,
                      identifiers: Any, keep: Any) -> None:
     """Slicing and Injector publish their attributes only: no kept column; identifiers are checked
@@ -280,7 +318,8 @@ def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files:
                             hierarchies=sp.hierarchies or None, kinds=sp.kinds or None, seed=sp.seed,
                             replace=sp.replace or files_out, as_view=sp.view, progress=progress,
                             keep=keep or None, person=sp.person, pseudonymize=sp.pseudonyms or None,
-                            secret_file=sp.secret_file, risk=sp.risk, **sp.method_params, **sp.model_params())
+                            secret_file=sp.secret_file, risk=sp.risk, public=sp.public, **sp.method_params,
+                            **sp.model_params())
             dropped = set(rel.dropped) | set(_spec_dropped(eng, sp))
             rel.dropped = [c for c in getattr(sp, "_source_columns", []) if c in dropped]
             if hasattr(rel.result, "dropped"):  # the result's text lists them too
@@ -464,6 +503,15 @@ def spec_report(spec: Spec | str | Path, *, db: str | None = None, threshold: fl
                 out["holds"] = verdict.holds
                 out["loss"] = {"measure": "share of released values that are not original values",
                                "by_qi": generalized_share(eng, view, src, sp.qi)}
+            elif "k_map" in mp:  # re-checked against the public table
+                from ..presence import check_presence
+
+                out = table_report(eng, parts["release"], sp.qi, sp.sensitive, original=src, class_column="eq_class",
+                                   threshold=threshold)
+                rep = check_presence(parts["release"], sp.public, sp.qi, k_map=mp["k_map"], engine=eng,
+                                     hierarchies={q: h for q, h in sp.hierarchies.items() if q in sp.qi} or None,
+                                     max_groups=5)
+                out["verdicts"], out["holds"] = [v.to_dict() for v in rep.verdicts], rep.holds
             else:
                 h = {sp.sensitive: sp.hierarchies[sp.sensitive]} if sp.sensitive in sp.hierarchies else None
                 out = table_report(eng, parts["release"], sp.qi, sp.sensitive, original=src, class_column="eq_class",

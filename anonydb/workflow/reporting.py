@@ -130,7 +130,11 @@ def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
     models = _risk_models(eng, risk_table, keys, threshold)
     risk = prosecutor_of(models.sample, threshold)
     risk["unit"] = unit
-    if method == "mondrian":
+    if hasattr(r, "public_rows"):  # against a public table (k-map: anonydb.methods.presence.PresenceResult)
+        loss = {"measure": "classes of the public table generalized the same way (k-map)",
+                "by_qi": {}, **({"levels": dict(r.levels)} if r.levels else {})}
+        utility = {"public_rows": r.public_rows, "classes": r.classes, "k_map": r.k_map}
+    elif method == "mondrian":
         loss = {"measure": "NCP (normalized certainty penalty, average over records) [Xu et al. 2006]",
                 "by_qi": dict(r.utility.get("ncp_by_qi", {}))}
         utility = {k: v for k, v in r.utility.items() if k != "ncp_by_qi"}

@@ -51,10 +51,10 @@ METHODS = {
                 "membership": ((bool,), "a boolean")},
 }
 PRIVACY = ("k", "l", "t", "n", "alpha", "delta", "bt", "beta", "confidence_bound", "xy_privacy", "ke", "epsilon_m",
-           "multi_qid")
+           "multi_qid", "k_map")
 FORMATS = ("duckdb", "parquet", "csv")
 TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed", "secret_file",
-       "linked", "risk")
+       "linked", "risk", "public")
 
 
 class SpecError(InputError):
@@ -102,6 +102,8 @@ class Spec:
     max_suppression: float = 0.0  # linked tables: of each table's persons
     #: the risk limits the release must meet (``risk:``; anonydb.risk.assess.Limits), or None
     risk: Any = None
+    #: the public table (the population; a table, or a file relative to the spec) k-map is judged against
+    public: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
     lines: dict[tuple, int] = field(default_factory=dict)
 
@@ -157,6 +159,8 @@ class Spec:
             out["ke"] = (p["ke"]["k"], p["ke"]["e"])
         if "epsilon_m" in p:
             out["epsilon_m"] = (p["epsilon_m"]["epsilon"], p["epsilon_m"]["m"])
+        if "k_map" in p:
+            out["k_map"] = p["k_map"]
         if "multi_qid" in p:
             out["multi_k"], out["qid_sets"] = p["multi_qid"]["k"], p["multi_qid"]["sets"]
         if "l" in p:
@@ -323,6 +327,10 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
         ck.bad(("risk",), "risk limits judge a generalized table or a QIT: not a sliced release or linked tables")
     if not privacy and "privacy" not in raw:
         ck.bad(("privacy",), "required key is missing (at least one privacy model)")
+    public = raw.get("public")
+    if public is not None:
+        ck.typed(public, ("public",), (str,), "a table name or a .csv/.parquet path")
+    _k_map_fits(ck, privacy, method, public, roles, risk, linked)
     if ck.problems:
         raise SpecError(str(p), ck.problems)
     return Spec(path=str(p), base_dir=base, source=_source_path(source, base), attributes=attrs, method=method,
@@ -331,7 +339,32 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
                 replace=out.get("replace", False), report_html=_opt_rel(report.get("html"), base),
                 report_json=_opt_rel(report.get("json"), base), database=_opt_rel(database, base), seed=seed, raw=raw,
                 lines=lines, secret_file=_opt_rel(secret_file, base), linked=linked,
-                max_suppression=float(raw["linked"].get("max_suppression", 0.0)) if linked else 0.0, risk=risk)
+                max_suppression=float(raw["linked"].get("max_suppression", 0.0)) if linked else 0.0, risk=risk,
+                public=_source_path(public, base) if isinstance(public, str) else None)
+
+
+def _k_map_fits(ck: _Checker, privacy: dict[str, Any], method: str, public: Any, roles: dict[str, list[str]],
+                risk: Any, linked: Any) -> None:
+    """privacy.k_map and the top-level public table come together; k-map releases (against the
+    public table: :func:`anonydb.methods.presence.presence_anonymize`) take mondrian or fulldomain
+    and no other model, person, pseudonym, risk limit or linked table."""
+    if "k_map" not in privacy:
+        if public is not None:
+            ck.bad(("public",), "public is the population privacy.k_map is judged against: give privacy.k_map")
+        return
+    if public is None:
+        ck.bad(("privacy", "k_map"), "k-map is judged against the population: give the public table (public: a "
+                                     "table or a .csv/.parquet path)")
+    others = [x for x in privacy if x != "k_map"]
+    if others:
+        ck.bad(("privacy",), f"privacy.k_map is judged against the public table on its own; drop {', '.join(others)}")
+    if method not in ("mondrian", "fulldomain"):
+        ck.bad(("method",), f"k-map releases are made by mondrian or fulldomain, not {method}")
+    for role in ("person", "pseudonym"):
+        if roles.get(role):
+            ck.bad(("attributes",), f"a k-map release matches the public table row by row: no role {role}")
+    if risk is not None or linked:
+        ck.bad(("risk",) if risk is not None else ("linked",), "k-map releases take no risk limits or linked tables")
 
 
 def _rel(p: str, base: Path) -> Path:
@@ -458,7 +491,7 @@ def _privacy(ck: _Checker, v: Any, method: str) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {}
     num = (int, float)
-    for key in ("k", "n"):
+    for key in ("k", "n", "k_map"):
         if key in v and ck.typed(v[key], at + (key,), (int,), "an integer"):
             if v[key] < 1:
                 ck.bad(at + (key,), f"must be at least 1, got {v[key]}")
