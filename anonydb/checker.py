@@ -255,6 +255,7 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
         rows = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")
         if not rows:
             raise InputError(f"{label} is empty: there is nothing to check")
+        ranges = False  # the groups carry the sensitive values' range (_adb_lo, _adb_hi)
         if person is not None:
             validate_person(eng, relation, person, qi_cols, sensitive, label=label)
             ctx = _person_context(eng, s, relation, qi_cols, sa, person, distribution_of, types, hierarchies,
@@ -295,7 +296,8 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
             groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells))
         elif sa:
             lean = not any(m.reads & {"mx", "clnc"} for m in models)
-            groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells, lean=lean))
+            ranges = is_numeric_type(types[sa]) and any("range" in m.reads for m in models)
+            groups = s.table(eng.render("check_groups.sql.j2", keys=keys, cells=cells, lean=lean, ranges=ranges))
             if glob is None:
                 glob = s.table(eng.render("check_global.sql.j2", cells=cells)) if distribution_of is None else \
                     _distribution(s, distribution_of, sa)
@@ -313,6 +315,7 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
             sensitive=sa, sensitive_numeric=bool(sa) and is_numeric_type(types[sa]), sa_nulls=bool(sa_nulls),
             sa_hierarchy=hierarchies.get(sensitive) if sensitive else None, scratch=s, qi_columns=qi_cols,
             coding=coding, keytype=_keytype(coding) if coding else "BIGINT", weights=weights, expand=expand,
+            ranges=bool(sa) and ranges,
         )
         verdicts = [evaluate_model(m, ctx, limit, dict_table, source=relation) for m in models]
     return Report(source=label, qi=qi_cols, sensitive=sensitive, rows=int(total), groups=ngroups,

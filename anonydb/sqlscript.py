@@ -161,7 +161,7 @@ def _checks() -> list[Check]:
                "'the sensitive attribute ' || sa || ' is not numeric'")
     out.append(Check("anonydb_check_ke", "(k,e)-anonymity", ["k", "e"],
                      [_count_guard("k"), ("e IS NULL OR e < 0", "'e must be >= 0, got ' || " + _show("e")), numeric],
-                     r("model_ke.sql.j2", k=SQL("k"), e_num=_num("e"), e_den=SCALE, **groups).sql, exact=False))
+                     r("model_ke.sql.j2", k=SQL("k"), e_num=_num("e"), e_den=SCALE, persons=True, **groups).sql, exact=False))
     out.append(Check("anonydb_check_epsilon_m", "(epsilon,m)-anonymity", ["epsilon", "m"],
                      [("epsilon IS NULL OR epsilon < 0", "'epsilon must be >= 0, got ' || " + _show("epsilon")),
                       ("m IS NULL OR m < 1", "'m must be >= 1, got ' || " + _show("m")), numeric],

@@ -89,6 +89,9 @@ class GroupContext:
     #: the groups sized by their facts (keys..., _adb_n = _adb_m, _adb_d, _adb_mx, _adb_clnc) when the
     #: caller names them (a CTE of one statement); else :meth:`by_facts` makes a scratch table
     fgroups: str | None = None
+    #: the groups carry _adb_lo and _adb_hi, the smallest and largest sensitive value (a numeric
+    #: attribute's range, for a model that reads "range")
+    ranges: bool = False
 
     def by_facts(self) -> "GroupContext":
         """The context a distribution-type model reads under record owners: groups sized by their

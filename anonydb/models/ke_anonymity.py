@@ -27,7 +27,8 @@ from .base import GroupContext, Model, as_fraction, check_count
 class KEAnonymity(Model):
     by_distribution = False
     name = "(k,e)-anonymity"
-    reads = frozenset({"n", "d", "cells"})
+    reads = frozenset({"n", "d", "cells", "range"})
+    materialize = True  # the verdicts are read twice (summary, violators): one aggregation of the cells
 
     def __init__(self, k: int, e: Any):
         check_count(k, "k of (k,e)-anonymity")
@@ -47,7 +48,7 @@ class KEAnonymity(Model):
 
     def verdicts(self, ctx: GroupContext):
         return ctx.engine.render("model_ke.sql.j2", keys=ctx.keys, groups=ctx.groups, cells=ctx.cells, k=self.k,
-                                 e_num=self.ef.numerator, e_den=self.ef.denominator)
+                                 persons=ctx.persons, ranges=ctx.ranges, e_num=self.ef.numerator, e_den=self.ef.denominator)
 
     def achieved(self, worst_value, ctx):
         dmin = ctx.engine.scalar(f"SELECT min(_adb_d) FROM {ident(ctx.groups)}")

@@ -41,6 +41,7 @@ class MultiQidK(Model):
     needs_sensitive = False
     candidate = False
     reads = frozenset({"n"})
+    materialize = True  # the verdicts are read twice (summary, violators): one aggregation of the cells
 
     def __init__(self, k: int, qid_sets: Any):
         self.k = check_count(k, "k of multiple-QID k-anonymity")
