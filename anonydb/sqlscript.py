@@ -134,13 +134,14 @@ def _checks() -> list[Check]:
                            enhanced=variant == "enhanced").sql,
                          worst="max", exact=variant == "basic"))
     c_guard = ("c IS NULL OR c <= 0", "'c must be > 0, got ' || " + _show("c"))
+    l2_guard = ("l IS NULL OR l < 2 OR l <> floor(l)", "'l must be an integer >= 2, got ' || " + _show("l"))
     out.append(Check("anonydb_check_l_pd_recursive", "l-diversity (pd-recursive (c,l))", ["l", "c", "allowed"],
-                     [_count_guard("l"), c_guard],
+                     [l2_guard, c_guard],
                      _by_facts(r("model_recursive_disclosure.sql.j2", keys=KEYS, cells="_adb_cells", l=SQL("l"),
                                  c_num=_num("c"), c_den=SCALE, allowed=SQL("allowed"), protected=[], c2_num=0,
                                  c2_den=1).sql), worst="max"))
     out.append(Check("anonydb_check_l_npd_recursive", "l-diversity (npd-recursive (c1,c2,l))",
-                     ["l", "c", "allowed", "protected", "c2"], [_count_guard("l"), c_guard, _unit_guard("c2", "a share")],
+                     ["l", "c", "allowed", "protected", "c2"], [l2_guard, c_guard, _unit_guard("c2", "a share")],
                      _by_facts(r("model_recursive_disclosure.sql.j2", keys=KEYS, cells="_adb_cells", l=SQL("l"),
                                  c_num=_num("c"), c_den=SCALE, allowed=SQL("allowed"), protected=SQL("protected"),
                                  c2_num=_num("c2"), c2_den=SCALE).sql), worst="max"))

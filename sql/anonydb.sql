@@ -1135,7 +1135,7 @@ WITH _adb_cols AS (
              WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
              WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
              WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
-             WHEN l IS NULL OR l < 1 OR l <> floor(l) THEN error('anonydb: ' || 'l must be an integer >= 1, got ' || coalesce(CAST(l AS VARCHAR), 'NULL'))
+             WHEN l IS NULL OR l < 2 OR l <> floor(l) THEN error('anonydb: ' || 'l must be an integer >= 2, got ' || coalesce(CAST(l AS VARCHAR), 'NULL'))
              WHEN c IS NULL OR c <= 0 THEN error('anonydb: ' || 'c must be > 0, got ' || coalesce(CAST(c AS VARCHAR), 'NULL'))
              ELSE TRUE END AS _adb_ok
     FROM _adb_cols
@@ -1202,8 +1202,7 @@ WITH c AS (
 SELECT "_adb_key", _adb_n,
        CASE WHEN _adb_yr IS NULL THEN 0 WHEN _adb_tail > 0 THEN _adb_ry END AS _adb_num,
        CASE WHEN _adb_yr IS NULL THEN 1 WHEN _adb_tail > 0 THEN _adb_tail END AS _adb_den,
-       (_adb_yr IS NULL OR CAST(_adb_ry AS HUGEINT) * 1000000000 < CAST(_adb_tail AS HUGEINT) * CAST(round(CAST(c AS DOUBLE) * 1000000000) AS HUGEINT))
-       AND _adb_wok = 0 AS _adb_ok
+       (_adb_yr IS NULL OR CAST(_adb_ry AS HUGEINT) * 1000000000 < CAST(_adb_tail AS HUGEINT) * CAST(round(CAST(c AS DOUBLE) * 1000000000) AS HUGEINT)) AS _adb_ok
 FROM t
 ) AS v
 JOIN "_adb_groups" AS g ON v."_adb_key" IS NOT DISTINCT FROM g."_adb_key"
@@ -1239,7 +1238,7 @@ WITH _adb_cols AS (
              WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
              WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
              WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
-             WHEN l IS NULL OR l < 1 OR l <> floor(l) THEN error('anonydb: ' || 'l must be an integer >= 1, got ' || coalesce(CAST(l AS VARCHAR), 'NULL'))
+             WHEN l IS NULL OR l < 2 OR l <> floor(l) THEN error('anonydb: ' || 'l must be an integer >= 2, got ' || coalesce(CAST(l AS VARCHAR), 'NULL'))
              WHEN c IS NULL OR c <= 0 THEN error('anonydb: ' || 'c must be > 0, got ' || coalesce(CAST(c AS VARCHAR), 'NULL'))
              WHEN c2 IS NULL OR c2 < 0 OR c2 > 1 THEN error('anonydb: ' || 'c2 must lie in [0, 1] (a share), got ' || coalesce(CAST(c2 AS VARCHAR), 'NULL'))
              ELSE TRUE END AS _adb_ok
@@ -1308,7 +1307,7 @@ SELECT "_adb_key", _adb_n,
        CASE WHEN _adb_yr IS NULL THEN 0 WHEN _adb_tail > 0 THEN _adb_ry END AS _adb_num,
        CASE WHEN _adb_yr IS NULL THEN 1 WHEN _adb_tail > 0 THEN _adb_tail END AS _adb_den,
        (_adb_yr IS NULL OR CAST(_adb_ry AS HUGEINT) * 1000000000 < CAST(_adb_tail AS HUGEINT) * CAST(round(CAST(c AS DOUBLE) * 1000000000) AS HUGEINT))
-       AND _adb_wok = coalesce(len(protected), 0) AS _adb_ok
+       AND (CAST(round(CAST(c2 AS DOUBLE) * 1000000000) AS HUGEINT) = 0 OR _adb_wok = coalesce(len(list_distinct(protected)), 0)) AS _adb_ok
 FROM t
 ) AS v
 JOIN "_adb_groups" AS g ON v."_adb_key" IS NOT DISTINCT FROM g."_adb_key"

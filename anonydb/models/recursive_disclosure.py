@@ -21,7 +21,8 @@ c exceeds it); the achieved c is the largest over groups (the table holds for ev
 for no c (no value, reported as inf). Monotone [paper §4.3: both keep the monotonicity of
 recursive (c,l)]: Mondrian and full-domain prune with them. Record owners: like recursive l, over
 the group's (person, value) facts; the c2 share over facts is at most the share over persons, so
-fail closed. Values of Y and W are matched by their text form.
+fail closed. Values of Y and W are matched by their text form. With c2 = 0 the W condition holds
+trivially, also in a group without a protected value.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _values(values: Any, what: str) -> list[str]:
         values = [v.strip() for v in values.split(",") if v.strip()]
     if not isinstance(values, Iterable):
         raise InputError(f"{what} must be a list of sensitive values, got {values!r}")
-    return [str(v) for v in values]
+    return list(dict.fromkeys(str(v) for v in values))  # a value named twice counts once
 
 
 class DisclosureRecursiveDiversity(Model):
