@@ -21,7 +21,7 @@ from .errors import InputError
 from .hierarchy import validate_all
 from .models import (DISCLOSURE_VARIANTS, AlphaKAnonymity, BetaLikeness, ConfidenceBounding, DeltaDisclosure,
                      DisclosureRecursiveDiversity, EpsilonMAnonymity, GroupContext, GroupViolation, KAnonymity,
-                     KEAnonymity, LDiversity, Model, MultiQidK, NTCloseness, TCloseness, Verdict, XYPrivacy)
+                     KEAnonymity, LDiversity, Model, MultiQidK, NTCloseness, PersonalizedPrivacy, TCloseness, Verdict, XYPrivacy)
 from .schema import is_numeric_type, split_list, validate_person, validate_roles
 from .sources import open_source
 from .sqlgen import ident
@@ -114,12 +114,14 @@ def _fmt(x: Any) -> str:
 def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distance=None, n=None,
                  delta=None, alpha=None, supersets="subsets", reference="table", bt=None,
                  bt_distance=None, beta=None, beta_variant="basic", allowed=None, protected=None, c2=None,
-                 conf_bound=None, xy_k=None, ke=None, epsilon_m=None, multi_k=None, qid_sets=None) -> list[Model]:
+                 conf_bound=None, xy_k=None, ke=None, epsilon_m=None, multi_k=None, qid_sets=None,
+                 guard=None, breach=None) -> list[Model]:
     """The models named by the usual parameters (as in the CLI). ``bt``: (B,t)-privacy as one
     (b, t) pair or a list of them (skyline (B,t)-privacy), ``bt_distance`` its D. ``l_variant``
     pd-recursive / npd-recursive take ``allowed`` (and ``protected``, ``c2``); ``conf_bound``
     ({value: h} or "HIV=0.1,*=0.5"): confidence bounding, or with ``xy_k`` (X,Y)-privacy; ``ke``
-    and ``epsilon_m``: pairs (k, e) and (epsilon, m) or "a,b"; ``multi_k`` with ``qid_sets``."""
+    and ``epsilon_m``: pairs (k, e) and (epsilon, m) or "a,b"; ``multi_k`` with ``qid_sets``; ``guard``
+    (a column) with ``breach``: personalized privacy."""
     models: list[Model] = []
     if alpha is not None:
         if k is None:
@@ -166,6 +168,10 @@ def build_models(*, k=None, l=None, l_variant="distinct", c=None, t=None, distan
         models.append(MultiQidK(multi_k, qid_sets))
     elif qid_sets is not None:
         raise InputError("qid_sets apply to multiple-QID k-anonymity: give multi_k as well")
+    if guard is not None or breach is not None:
+        if guard is None or breach is None:
+            raise InputError("personalized privacy needs both the guard column and the breach threshold")
+        models.append(PersonalizedPrivacy(guard, breach))
     if bt is not None:
         from .models.bt_privacy import BTPrivacy
 
@@ -285,6 +291,15 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
         else:  # a small table, or too many distinct QI tuples for an integer key: group by the columns
             keys = qi_cols
             cells = s.table(eng.render("check_cells_columns.sql.j2", keys=qi_cols, sensitive=sa, source=relation))
+        guards = None
+        guard = next((m.guard for m in models if getattr(m, "guard", None)), None)
+        if guard is not None:  # personalized privacy: each group's records per guarding node
+            if guard not in dict(eng.columns(relation)) or guard in qi_cols or guard == sa:
+                raise InputError(f"guard column {guard!r} must be a column of {label} other than the QIs and the "
+                                 f"sensitive attribute")
+            guards = s.table(eng.render("check_cells.sql.j2", qis=coding, dict=dict_table, keytype=_keytype(coding),
+                                        sensitive=guard, source=relation) if coding is not None else
+                             eng.render("check_cells_columns.sql.j2", keys=qi_cols, sensitive=guard, source=relation))
         if codes is not None:  # the groups came in one aggregation, without cells (k, distinct l)
             groups, cells = cells, None
         elif packing is not None:  # each group's counts came packed: judge each distinct vector once
@@ -315,7 +330,7 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
             sensitive=sa, sensitive_numeric=bool(sa) and is_numeric_type(types[sa]), sa_nulls=bool(sa_nulls),
             sa_hierarchy=hierarchies.get(sensitive) if sensitive else None, scratch=s, qi_columns=qi_cols,
             coding=coding, keytype=_keytype(coding) if coding else "BIGINT", weights=weights, expand=expand,
-            ranges=bool(sa) and ranges,
+            ranges=bool(sa) and ranges, guards=guards,
         )
         verdicts = [evaluate_model(m, ctx, limit, dict_table, source=relation) for m in models]
     return Report(source=label, qi=qi_cols, sensitive=sensitive, rows=int(total), groups=ngroups,

@@ -54,6 +54,7 @@ class Check:
     exact: bool = True  # the achieved value is a fraction num/den (else a float in num)
     sensitive: bool = True
     hierarchy: bool = False
+    guard: bool = False  # personalized privacy: the ``guard`` column's nodes per group (_adb_guards)
 
 
 def _err(message: str) -> str:
@@ -167,6 +168,13 @@ def _checks() -> list[Check]:
                      [("epsilon IS NULL OR epsilon < 0", "'epsilon must be >= 0, got ' || " + _show("epsilon")),
                       ("m IS NULL OR m < 1", "'m must be >= 1, got ' || " + _show("m")), numeric],
                      r("model_epsilon_m.sql.j2", eps=SQL("epsilon"), m_num=_num("m"), m_den=SCALE, **groups).sql))
+    out.append(Check("anonydb_check_personalized", "personalized privacy", ["guard", "breach", "hierarchy"],
+                     [("NOT list_contains(_adb_names, guard)", "'unknown guard column ' || guard || ' in ' || tbl"),
+                      _unit_guard("breach", "a probability"), ("person IS NOT NULL", "'personalized privacy judges "
+                                                                "records by their own guarding node: drop person'")],
+                     r("model_personalized.sql.j2", keys=KEYS, groups="_adb_groups", cells="_adb_cells",
+                       guards="_adb_guards", closure="_adb_hier", p_num=_num("breach"), p_den=SCALE).sql,
+                     worst="max", hierarchy=True, guard=True))
     out.append(Check("anonydb_check_multi_k", "multiple-QID k-anonymity", ["qid_sets", "k"],
                      [_count_guard("k"), ("qid_sets IS NULL OR len(qid_sets) = 0", "'give at least one QID set'"),
                       ("len(list_filter(flatten(qid_sets), lambda c: NOT list_contains(qis, c))) > 0",
@@ -195,6 +203,8 @@ def _macro(c: Check) -> str:
     when = "\n".join(f"             WHEN {cond} THEN {_err(msg)}" for cond, msg in guards)
     sa = ("struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1)"
           if c.sensitive else "NULL")
+    gd = (",\n           CAST(struct_extract_at(struct_pack(*COLUMNS(lambda c: c = guard OR c = '_adb_pad')), 1) AS VARCHAR) "
+          "AS _adb_gd" if c.guard else "")
     hier = ""
     if c.hierarchy:  # (value, level1, ..., root) as text, one row per leaf: its non-root levels, long
         hier = f"""
@@ -210,6 +220,15 @@ def _macro(c: Check) -> str:
                 ELSE TRUE END AS _adb_ok
     FROM (SELECT DISTINCT CAST(_adb_sa AS VARCHAR) AS v FROM _adb_glob WHERE _adb_sa IS NOT NULL) AS d
     WHERE v NOT IN (SELECT _adb_leaf FROM _adb_hier WHERE _adb_h = 0 AND _adb_leaf IS NOT NULL)"""
+    if c.guard:  # each group's records per guarding node, and no guard outside the hierarchy
+        hier += f"""
+), _adb_guards AS (
+    SELECT _adb_key, _adb_gd AS _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
+), _adb_gguard AS (
+    SELECT CASE WHEN count(*) > 0 THEN {_err("'guarding node ' || min(_adb_sa) || ' is not a node below the root of the hierarchy ' || hierarchy")}
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_guards
+    WHERE _adb_sa IS NOT NULL AND _adb_sa NOT IN (SELECT _adb_node FROM _adb_hier WHERE _adb_node IS NOT NULL)"""
     # the worst value wn / wd, reduced when it is an exact fraction
     exact = "CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END" if c.exact else "NULL"
     reduce = ("SELECT *, CAST(worst_num // g AS HUGEINT) AS wn, CAST(worst_den // g AS HUGEINT) AS wd "
@@ -228,7 +247,7 @@ WITH _adb_cols AS (
 ), _adb_src AS (
     SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
            {sa} AS _adb_sa,
-           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p{gd}
     FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
 ), _adb_pguard AS (  -- a NULL is not a person
     SELECT CASE WHEN count(*) > 0 THEN {_err("'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person'")}
@@ -263,8 +282,8 @@ SELECT '{c.model}' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        {exact} AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard, _adb_pguard{", _adb_hguard" if c.hierarchy else ""}
-WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok{" AND _adb_hguard._adb_ok" if c.hierarchy else ""};
+FROM _adb_summary, _adb_guard, _adb_pguard{", _adb_hguard" if c.hierarchy else ""}{", _adb_gguard" if c.guard else ""}
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok{" AND _adb_hguard._adb_ok" if c.hierarchy else ""}{" AND _adb_gguard._adb_ok" if c.guard else ""};
 """
 
 

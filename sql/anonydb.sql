@@ -1684,6 +1684,116 @@ SELECT '(epsilon,m)-anonymity' AS model,
 FROM _adb_summary, _adb_guard, _adb_pguard
 WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok;
 
+CREATE OR REPLACE MACRO anonydb_check_personalized(tbl, qis, sa, guard, breach, hierarchy, person := NULL) AS TABLE
+WITH _adb_cols AS (
+    SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table
+    FROM (SELECT 1 AS _adb_one) AS _adb_o LEFT JOIN (FROM query_table(tbl) LIMIT 1) AS _adb_t ON TRUE
+), _adb_guard AS (
+    SELECT CASE
+             WHEN len(qis) = 0 THEN error('anonydb: ' || 'give at least one quasi-identifier')
+             WHEN len(list_filter(qis, lambda q: NOT list_contains(_adb_names, q))) > 0 THEN error('anonydb: ' || 'unknown column ' || list_filter(qis, lambda q: NOT list_contains(_adb_names, q))[1] || ' in ' || tbl)
+             WHEN NOT list_contains(_adb_names, sa) THEN error('anonydb: ' || 'unknown sensitive column ' || sa || ' in ' || tbl)
+             WHEN list_contains(qis, sa) THEN error('anonydb: ' || 'the sensitive attribute ' || sa || ' is also a quasi-identifier')
+             WHEN person IS NOT NULL AND NOT list_contains(_adb_names, person) THEN error('anonydb: ' || 'unknown person column ' || person || ' in ' || tbl)
+             WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
+             WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
+             WHEN NOT list_contains(_adb_names, guard) THEN error('anonydb: ' || 'unknown guard column ' || guard || ' in ' || tbl)
+             WHEN breach IS NULL OR breach < 0 OR breach > 1 THEN error('anonydb: ' || 'breach must lie in [0, 1] (a probability), got ' || coalesce(CAST(breach AS VARCHAR), 'NULL'))
+             WHEN person IS NOT NULL THEN error('anonydb: ' || 'personalized privacy judges records by their own guarding node: drop person')
+             ELSE TRUE END AS _adb_ok
+    FROM _adb_cols
+), _adb_src AS (
+    SELECT struct_pack(*COLUMNS(lambda c: list_contains(qis, c) OR c = '_adb_pad')) AS _adb_key,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = sa OR c = '_adb_pad')), 1) AS _adb_sa,
+           struct_extract_at(struct_pack(*COLUMNS(lambda c: c = coalesce(person, '_adb_pad') OR c = '_adb_pad')), 1) AS _adb_p,
+           CAST(struct_extract_at(struct_pack(*COLUMNS(lambda c: c = guard OR c = '_adb_pad')), 1) AS VARCHAR) AS _adb_gd
+    FROM (SELECT *, CAST(NULL AS BOOLEAN) AS _adb_pad FROM query_table(tbl))
+), _adb_pguard AS (  -- a NULL is not a person
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person column ' || person || ' is NULL on ' || count(*) || ' rows: a NULL is not a person')
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_src, _adb_guard WHERE _adb_guard._adb_ok AND person IS NOT NULL AND _adb_p IS NULL
+), _adb_cells AS (  -- rows; or persons holding each value (record owners)
+    SELECT _adb_key, _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_key, _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_g0 AS (
+SELECT "_adb_key",
+       sum(_adb_cnt) AS _adb_n,
+       count(*) AS _adb_d,
+       max(_adb_cnt) AS _adb_mx,
+       sum(_adb_cnt * ln(_adb_cnt)) AS _adb_clnc
+FROM "_adb_cells"
+GROUP BY "_adb_key"
+), _adb_groups AS (  -- n: rows, or persons; m: the facts the distributions count (= n by rows)
+    SELECT _adb_key, _adb_n, _adb_d, _adb_mx, _adb_clnc, _adb_n AS _adb_m FROM _adb_g0 WHERE person IS NULL
+    UNION ALL
+    SELECT g._adb_key, p._adb_n, g._adb_d, g._adb_mx, g._adb_clnc, g._adb_n AS _adb_m
+    FROM _adb_g0 AS g
+    JOIN (SELECT _adb_key, count(DISTINCT _adb_p) AS _adb_n FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL) AS p
+      ON p._adb_key IS NOT DISTINCT FROM g._adb_key
+), _adb_fgroups AS (
+    SELECT _adb_key, _adb_m AS _adb_n, _adb_d, _adb_mx, _adb_clnc FROM _adb_groups
+), _adb_glob AS (  -- the whole table's rows, or persons, per value
+    SELECT _adb_sa, count(*) AS _adb_cnt FROM _adb_src WHERE person IS NULL GROUP BY ALL
+    UNION ALL
+    SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
+), _adb_hwide AS (
+    SELECT list_value(*COLUMNS(*)) AS _adb_l FROM (SELECT CAST(COLUMNS(*) AS VARCHAR) FROM query_table(hierarchy))
+), _adb_hier AS (
+    SELECT _adb_l[1] AS _adb_leaf, CAST(h AS INTEGER) AS _adb_h, _adb_l[h + 1] AS _adb_node
+    FROM _adb_hwide, range(len(_adb_l) - 1) AS _adb_r(h)
+    UNION ALL
+    SELECT NULL, CAST(h AS INTEGER), NULL FROM range((SELECT max(len(_adb_l)) - 1 FROM _adb_hwide)) AS _adb_r(h)
+), _adb_hguard AS (
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'the hierarchy ' || hierarchy || ' does not cover the value ' || min(v) || ' of ' || sa)
+                ELSE TRUE END AS _adb_ok
+    FROM (SELECT DISTINCT CAST(_adb_sa AS VARCHAR) AS v FROM _adb_glob WHERE _adb_sa IS NOT NULL) AS d
+    WHERE v NOT IN (SELECT _adb_leaf FROM _adb_hier WHERE _adb_h = 0 AND _adb_leaf IS NOT NULL)
+), _adb_guards AS (
+    SELECT _adb_key, _adb_gd AS _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
+), _adb_gguard AS (
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'guarding node ' || min(_adb_sa) || ' is not a node below the root of the hierarchy ' || hierarchy)
+                ELSE TRUE END AS _adb_ok
+    FROM _adb_guards
+    WHERE _adb_sa IS NOT NULL AND _adb_sa NOT IN (SELECT _adb_node FROM _adb_hier WHERE _adb_node IS NOT NULL)
+), _adb_summary0 AS (
+WITH v AS (
+WITH gv AS (
+    SELECT DISTINCT "_adb_key", CAST(_adb_sa AS VARCHAR) AS _adb_g
+    FROM "_adb_guards"
+    WHERE _adb_sa IS NOT NULL
+), under AS (
+    SELECT gv."_adb_key",  gv._adb_g, sum(c._adb_cnt) AS _adb_u
+    FROM gv
+    JOIN (SELECT DISTINCT _adb_leaf, _adb_node FROM "_adb_hier") AS cl ON cl._adb_node = gv._adb_g
+    JOIN "_adb_cells" AS c ON gv."_adb_key" IS NOT DISTINCT FROM c."_adb_key" AND CAST(c._adb_sa AS VARCHAR) = cl._adb_leaf
+    GROUP BY gv."_adb_key",  gv._adb_g
+), worst AS (
+    SELECT "_adb_key", max(_adb_u) AS _adb_u FROM under GROUP BY "_adb_key"
+)
+SELECT g."_adb_key",  g._adb_n, coalesce(w._adb_u, 0) AS _adb_num, g._adb_n AS _adb_den,
+       CAST(coalesce(w._adb_u, 0) AS HUGEINT) * 1000000000 <= CAST(g._adb_n AS HUGEINT) * CAST(round(CAST(breach AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
+FROM "_adb_groups" AS g
+LEFT JOIN worst AS w ON g."_adb_key" IS NOT DISTINCT FROM w."_adb_key"
+)
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
+       coalesce(sum(_adb_n) FILTER (WHERE NOT _adb_ok), 0) AS violating_rows,
+       count(*) FILTER (WHERE _adb_num IS NULL) AS valueless,
+       arg_max(_adb_num, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_num,
+       arg_max(_adb_den, CAST(_adb_num AS DOUBLE) / _adb_den) AS worst_den
+FROM v
+), _adb_summary AS (
+    SELECT *, CAST(worst_num // g AS HUGEINT) AS wn, CAST(worst_den // g AS HUGEINT) AS wd FROM (SELECT *, gcd(CAST(worst_num AS HUGEINT), CAST(worst_den AS HUGEINT)) AS g FROM _adb_summary0)
+)
+SELECT 'personalized privacy' AS model,
+       violating_groups = 0 AS holds,
+       CAST(wn AS DOUBLE) / wd AS achieved,
+       CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
+       groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
+FROM _adb_summary, _adb_guard, _adb_pguard, _adb_hguard, _adb_gguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok AND _adb_hguard._adb_ok AND _adb_gguard._adb_ok;
+
 CREATE OR REPLACE MACRO anonydb_check_multi_k(tbl, qis, qid_sets, k, person := NULL) AS TABLE
 WITH _adb_cols AS (
     SELECT struct_keys(struct_pack(*COLUMNS(*))) AS _adb_names  -- the names, also of an empty table

@@ -1,10 +1,12 @@
 """The survey models of issue 50 (pd-/npd-recursive l, confidence bounding, (X,Y)-privacy, (k,e),
-(epsilon,m), multiple-QID k) on PostgreSQL: the same reports as on DuckDB, by rows and by persons."""
+(epsilon,m), multiple-QID k, personalized privacy) on PostgreSQL: the same reports as on DuckDB, by rows and by persons."""
 
 from __future__ import annotations
 
 import pytest
 
+import anonydb
+from conftest import same_values
 from person_engines import visits
 from test_beta_likeness_postgres import same_beta
 from test_postgres import copy_to_pg, duck, pg  # noqa: F401  (fixtures)
@@ -26,7 +28,23 @@ def same_models(duck, other, table, norm=lambda d: d):
               + [dict(multi_k=2, qid_sets="age;sex")])
 
 
+def guarded(duck, name: str) -> str:
+    """The visits with a guarding node per record (a diagnosis code, or none): personalized privacy."""
+    duck.execute(f"CREATE OR REPLACE TABLE {name}_g AS SELECT age, sex, dx, CASE WHEN hash(pid, dx) % 3 = 0 "
+                 f"THEN CAST(dx AS VARCHAR) END AS g FROM {name}")
+    return f"{name}_g"
+
+
+def same_personalized(duck, other, table, norm=lambda d: d):
+    for breach in (0.3, 0.6):
+        d = anonydb.check(table, ["age", "sex"], "dx", engine=duck, max_groups=5, guard="g", breach=breach)
+        o = anonydb.check(table, ["age", "sex"], "dx", engine=other, max_groups=5, guard="g", breach=breach)
+        assert same_values(norm(o.to_dict()), norm(d.to_dict())), breach
+
+
 def test_same_on_postgres(duck, pg):
     name = visits(duck, "survey_visits")
     copy_to_pg(duck, pg, name)
     same_models(duck, pg, name)
+    copy_to_pg(duck, pg, guarded(duck, name))
+    same_personalized(duck, pg, f"{name}_g")

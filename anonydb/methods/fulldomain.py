@@ -211,8 +211,10 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             # a caller that verifies the rows it derives (delta-presence) names its own scratch table
             stage = pub.stage() if _caller_keeps is None else out
             kept_groups = lat.kept_labels(best)
+            guards = [m.guard for m in models if getattr(m, "guard", None) and m.guard not in columns.published]
             gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols},
-                                 columns.published + ([person] if person not in (None, *columns.published) else []))
+                                 columns.published + ([person] if person not in (None, *columns.published) else [])
+                                 + guards)
             eng.execute(eng.render("fulldomain_release.sql.j2", stage=stage, gen=gen.sql, kept=kept_groups,
                                    qis=qi_cols, key=order.key, only=_caller_keeps))
             report = None
@@ -220,10 +222,12 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                 verify_models = build_models(**model_params) if model_params is not None else models
                 report = pub.verify(stage, sensitive, verify_models, columns.keep,
                                     hierarchies={sensitive: hierarchies[sensitive]} if sensitive in hierarchies
-                                    else None, distribution_of=relation, exclude=_unjudged,
+                                    else None, distribution_of=relation, exclude=tuple(_unjudged) + tuple(guards),
                                     **({"person": person} if person is not None else {}))
                 if person is not None and person not in columns.published:  # verified: the key goes
                     eng.drop_column(stage, person)
+                for g in guards:  # verified: the guarding nodes are never published
+                    eng.drop_column(stage, g)
             m = cand_metrics[best]
             if person is not None:  # verified: the person key is gone; the persons released are the report's
                 rows, released = eng.scalar(f"SELECT count(*) FROM {ident(stage)}"), report.persons

@@ -244,12 +244,15 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, searched,
                                base, rid, total, types, hierarchies.get(sensitive) if sensitive else None, qi_cols, person, varying)
             planner.bind_members(hierarchies, kinds)
+            # a guard column (personalized privacy) rides through the verification, then goes
+            guards = [m.guard for m in verify_models if getattr(m, "guard", None) and m.guard not in columns.published]
+            staged = columns.published + guards
             rows, rounds, tree = planner.run(progress, plan)
             stage = pub.stage()
             records = total
             if varying:  # the rows partitioned are the records
                 records = eng.scalar(f"SELECT count(*) FROM {ident(base)}")
-                boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, columns.published, stage, order,
+                boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, staged, stage, order,
                                              relaxed, person=person)
             elif person is not None:  # every record takes its person's class
                 ebase, erid = eng.row_ids(s, events)
@@ -258,10 +261,10 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                                             events=ebase, erid=erid))
                 if sa:  # one row a person: the boxes count persons
                     rows = s.table(f"SELECT * FROM {ident(rows)} WHERE _adb_own = 1")
-                boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, columns.published, stage, order,
+                boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, staged, stage, order,
                                              relaxed, release=(ebase, erid, owners), person=person)
             else:
-                boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, columns.published, stage, order,
+                boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, staged, stage, order,
                                              relaxed, joined=bool(planner.bt))
             released, n_classes = eng.fetch_rows(f"SELECT count(*), count(DISTINCT eq_class) FROM {ident(stage)}")[1][0]
             if released != records:  # every input row appears exactly once
@@ -281,7 +284,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             if plain:  # over every published column but the sensitive one (fail closed)
                 try:
                     pub.verify(stage, sensitive, plain, columns.keep, hierarchies=sa_h,
-                               exclude=tuple(_unjudged) + ((person,) if person in columns.published else ()),
+                               exclude=tuple(_unjudged) + ((person,) if person in columns.published else ()) + tuple(guards),
                                expected_groups=None if columns.keep else n_classes,
                                **({"person": PERSON_COLUMN} if person is not None else {}))
                 except AnonyDBError as e:
@@ -300,6 +303,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                 _attach(pub, stage, planner.verify_bt(joined))
             if person is not None:  # verified by persons: the staged key goes
                 eng.drop_column(stage, PERSON_COLUMN)
+            for g in guards:  # verified: the guarding nodes are never published
+                eng.drop_column(stage, g)
             report = pub.staged[stage]
             ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
             kmin = min(ks) if ks else None

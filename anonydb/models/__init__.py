@@ -14,6 +14,7 @@ from .l_diversity import VARIANTS as L_VARIANTS
 from .l_diversity import LDiversity
 from .multi_qid import MultiQidK
 from .nt_closeness import NTCloseness
+from .personalized import PersonalizedPrivacy
 from .presence import DeltaPresence
 from .recursive_disclosure import VARIANTS as DISCLOSURE_VARIANTS
 from .recursive_disclosure import DisclosureRecursiveDiversity
@@ -23,6 +24,6 @@ from .xy_privacy import XYPrivacy
 __all__ = [
     "AlphaKAnonymity", "BETA_VARIANTS", "BetaLikeness", "ConfidenceBounding", "DISCLOSURE_VARIANTS", "DISTANCES",
     "DeltaDisclosure", "DeltaPresence", "DisclosureRecursiveDiversity", "EpsilonMAnonymity", "GroupContext",
-    "GroupViolation", "KAnonymity", "KEAnonymity", "KMap", "LDiversity", "L_VARIANTS", "Model", "MultiQidK", "NTCloseness",
+    "GroupViolation", "KAnonymity", "KEAnonymity", "KMap", "LDiversity", "L_VARIANTS", "Model", "MultiQidK", "NTCloseness", "PersonalizedPrivacy",
     "TCloseness", "Verdict", "XYPrivacy", "candidate_models",
 ]

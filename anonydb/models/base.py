@@ -92,6 +92,9 @@ class GroupContext:
     #: the groups carry _adb_lo and _adb_hi, the smallest and largest sensitive value (a numeric
     #: attribute's range, for a model that reads "range")
     ranges: bool = False
+    #: personalized privacy: guards(keys..., _adb_sa = a record's guarding node, _adb_cnt), the
+    #: groups' records counted per guarding node (built when a model names a guard column)
+    guards: str | None = None
 
     def by_facts(self) -> "GroupContext":
         """The context a distribution-type model reads under record owners: groups sized by their

@@ -103,6 +103,10 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    help="(epsilon,m)-anonymity: at most 1/M of a group within EPS of any of its sensitive values")
     g.add_argument("--multi-k", type=int, metavar="K",
                    help="multiple-QID k-anonymity: k on each QID set of --qid-sets")
+    g.add_argument("--guard", metavar="COLUMN",
+                   help="personalized privacy: the column of each record's guarding node in the sensitive taxonomy")
+    g.add_argument("--breach", type=float, metavar="P",
+                   help="personalized privacy: no record's value inferred under its guarding node above P")
     g.add_argument("--qid-sets", metavar="A,B;C",
                    help="multiple-QID k-anonymity: the QID sets, columns by commas, sets by semicolons")
     g.add_argument("--delta", type=_delta_arg, metavar="DELTA|MIN,MAX",
@@ -229,11 +233,12 @@ def _extra(args: argparse.Namespace) -> dict[str, Any]:
         out.update(beta=_int_if_whole(args.beta), beta_variant=args.beta_variant)
     for name, key in (("allowed", "allowed"), ("protected", "protected"), ("conf_bound", "conf_bound"),
                       ("xy_k", "xy_k"), ("ke", "ke"), ("epsilon_m", "epsilon_m"), ("multi_k", "multi_k"),
-                      ("qid_sets", "qid_sets")):
+                      ("qid_sets", "qid_sets"), ("guard", "guard")):
         if getattr(args, name, None) is not None:
             out[key] = getattr(args, name)
-    if getattr(args, "c2", None) is not None:
-        out["c2"] = _int_if_whole(args.c2)
+    for name in ("c2", "breach"):
+        if getattr(args, name, None) is not None:
+            out[name] = _int_if_whole(getattr(args, name))
     return out
 
 

@@ -35,7 +35,7 @@ METHODS = ("mondrian", "fulldomain", "anatomy", "slicing", "injector")
 QIT_ST = ("anatomy", "injector")
 MODEL_PARAMS = ("k", "l", "l_variant", "c", "t", "distance", "n", "alpha", "delta", "reference", "supersets", "bt",
                 "bt_distance", "beta", "beta_variant", "allowed", "protected", "c2", "conf_bound", "xy_k", "ke",
-                "epsilon_m", "multi_k", "qid_sets", "k_map")
+                "epsilon_m", "multi_k", "qid_sets", "k_map", "guard", "breach")
 CLASS_COLUMN = {"mondrian": "eq_class", "fulldomain": "eq_class", "anatomy": "group_id", "slicing": "bucket_id",
                 "injector": "group_id"}
 

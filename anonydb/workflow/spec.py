@@ -51,7 +51,7 @@ METHODS = {
                 "membership": ((bool,), "a boolean")},
 }
 PRIVACY = ("k", "l", "t", "n", "alpha", "delta", "bt", "beta", "confidence_bound", "xy_privacy", "ke", "epsilon_m",
-           "multi_qid", "k_map")
+           "multi_qid", "k_map", "personalized")
 FORMATS = ("duckdb", "parquet", "csv")
 TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed", "secret_file",
        "linked", "risk", "public")
@@ -163,6 +163,8 @@ class Spec:
             out["k_map"] = p["k_map"]
         if "multi_qid" in p:
             out["multi_k"], out["qid_sets"] = p["multi_qid"]["k"], p["multi_qid"]["sets"]
+        if "personalized" in p:
+            out["guard"], out["breach"] = p["personalized"]["guard"], p["personalized"]["breach"]
         if "l" in p:
             lv = p["l"]
             out["l"] = lv["value"]
@@ -529,7 +531,8 @@ def _privacy(ck: _Checker, v: Any, method: str) -> dict[str, Any]:
             out["bt"] = got
     for key, fields, shape in (("ke", ("k", "e"), "{k, e}"), ("epsilon_m", ("epsilon", "m"), "{epsilon, m}"),
                                ("multi_qid", ("k", "sets"), "{k, sets: [[columns], ...]}"),
-                               ("xy_privacy", ("k", "bounds"), "{k, bounds: {value: h}}")):
+                               ("xy_privacy", ("k", "bounds"), "{k, bounds: {value: h}}"),
+                               ("personalized", ("guard", "breach"), "{guard: column, breach: p}")):
         if key in v:
             if not isinstance(v[key], dict) or set(v[key]) != set(fields):
                 ck.bad(at + (key,), f"expected a mapping {shape}, got {v[key]!r}")

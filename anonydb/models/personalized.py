@@ -1,0 +1,85 @@
+"""Personalized privacy [Xiao & Tao, "Personalized privacy preservation", SIGMOD 2006, §2-3;
+survey §2.2; spec-presence-survey §3.2].
+
+Each record owner names a guarding node g in the sensitive attribute's taxonomy (a column of the
+table): they do not want anyone to infer, with probability above p_breach, that their value lies
+under g. For a group E whose sensitive values are published as they are, the breach probability
+of a record t is
+
+    Pr_breach(t) = |{t' in E : t'.s lies under t.g}| / |E|
+
+(the survey's reading, count(s under g) / n; the paper's Definition 3 also weighs an external
+table's individuals, which anonydb does not hold: with every individual of E in the table this is
+its value). The release holds iff every record's breach is at most p_breach, exactly
+(c * p_den <= n * p_num). A NULL guard is "no preference" (the paper's empty node); a leaf guard
+is the value itself; without a hierarchy for the sensitive attribute only leaves exist. A guard
+that names no node below the root is refused. A group's value is its largest breach; achieved:
+the largest over groups.
+
+Not monotone under merging groups: E1 = {HIV with guard HIV, Flu, Flu, Flu} holds at
+p_breach = 1/4, but with E2 = {HIV, HIV} (no guards) the union gives the first record 3/6. So it
+is no candidate of the anonymizers (``Model.candidate``): Mondrian and full-domain search with the
+other models, carry the guard column through the release's verification, and drop it before the
+release is written (the column is an input, never published). Record owners: refused (a guard
+per person would need the persons' values under it; not built).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InputError
+from ..sqlgen import ident
+from .base import GroupContext, Model, as_fraction
+from .t_closeness import hierarchy_table
+
+
+class PersonalizedPrivacy(Model):
+    name = "personalized privacy"
+    worst = "max"
+    monotonic = False
+    candidate = False
+    materialize = True
+    reads = frozenset({"n", "cells"})
+
+    def __init__(self, guard: str, breach: Any):
+        if not isinstance(guard, str) or not guard:
+            raise InputError("personalized privacy needs the column of each record's guarding node (--guard COLUMN)")
+        bf = as_fraction(breach, "breach")
+        if not 0 <= bf <= 1:
+            raise InputError(f"breach must lie in [0, 1] (a probability), got {breach!r}")
+        self.guard, self.breach, self.bf = guard, breach, bf
+        self._closure: str | None = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"guard": self.guard, "breach": self.breach}
+
+    def prepare(self, ctx: GroupContext) -> None:
+        if ctx.persons:
+            raise InputError("personalized privacy judges records by their own guarding node: drop person")
+        if ctx.guards is None:
+            raise InputError("personalized privacy reads each record's guarding node: check the table itself "
+                             "(anonydb.check), not candidate groups")
+        if ctx.sa_hierarchy is not None:
+            table, _ = hierarchy_table(ctx)
+            self._closure = ctx.scratch.table(f"SELECT DISTINCT _adb_leaf, _adb_node FROM {ident(table)} "
+                                              f"WHERE _adb_leaf IS NOT NULL AND _adb_node IS NOT NULL")
+        else:
+            self._closure = ctx.scratch.table(f"SELECT DISTINCT CAST(_adb_sa AS VARCHAR) AS _adb_leaf, "
+                                              f"CAST(_adb_sa AS VARCHAR) AS _adb_node FROM {ident(ctx.glob)} "
+                                              f"WHERE _adb_sa IS NOT NULL")
+        bad = ctx.engine.scalar(f"SELECT min(CAST(_adb_sa AS VARCHAR)) FROM {ident(ctx.guards)} WHERE _adb_sa IS NOT NULL "
+                                f"AND CAST(_adb_sa AS VARCHAR) NOT IN (SELECT _adb_node FROM {ident(self._closure)})")
+        if bad is not None:
+            where = (f"a node below the root of {ctx.sensitive!r}'s hierarchy" if ctx.sa_hierarchy is not None else
+                     f"a value of {ctx.sensitive!r} (give its hierarchy to name inner nodes)")
+            raise InputError(f"guarding node {bad!r} (column {self.guard!r}) is not {where}")
+
+    def verdicts(self, ctx: GroupContext):
+        return ctx.engine.render("model_personalized.sql.j2", keys=ctx.keys, groups=ctx.groups, cells=ctx.cells,
+                                 guards=ctx.guards, closure=self._closure, p_num=self.bf.numerator,
+                                 p_den=self.bf.denominator)
+
+    def achieved(self, worst_value, ctx):
+        return {"breach": worst_value}
