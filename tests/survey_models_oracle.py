@@ -66,6 +66,20 @@ def conf_bound(rows, nq, bounds, k=None):
     return holds, top
 
 
+def conf_per_bound(rows, nq, bounds):
+    """Conf(QID -> s) per template: the largest c_s / n over the groups of the value it bounds
+    ('*': of every value not named), 0 where no group holds one."""
+    top = {str(b): Fraction(0) for b in bounds}
+    for cnt in groups(rows, nq).values():
+        n = sum(cnt.values())
+        for s, c in cnt.items():
+            key = _text(s)
+            b = key if key is not None and key in top and key != "*" else "*"
+            if b in top:
+                top[b] = max(top[b], Fraction(c, n))
+    return top
+
+
 def _text(s):
     if s is None:
         return None

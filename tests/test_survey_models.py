@@ -64,9 +64,11 @@ def test_table_ii_confidence(engine):
     assert not v.holds and v.achieved["confidence"] == Fraction(3, 4) and v.violating_groups == 2
     v = _one(engine, "t2", QI, "disease", ConfidenceBounding({"HIV": 0.5, "*": 0.7}))
     assert not v.holds and [g.key["job"] for g in v.violations] == ["Artist"]
+    # per template: HIV 3/4 (Artist); every other value at most Hepatitis's 2/3 (Professional)
+    assert v.achieved == {"confidence": Fraction(3, 4), "conf(HIV)": Fraction(3, 4), "conf(*)": Fraction(2, 3)}
     assert _one(engine, "t2", QI, "disease", ConfidenceBounding("HIV=0.75,*=0.7")).holds
     v = _one(engine, "t2", QI, "disease", XYPrivacy(4, {"HIV": 0.75}))  # Professional has 3 records
-    assert not v.holds and v.achieved == {"k": 3, "confidence": Fraction(3, 4)}
+    assert not v.holds and v.achieved == {"k": 3, "confidence": Fraction(3, 4), "conf(HIV)": Fraction(3, 4)}
 
 
 def test_table_v_template(engine):
@@ -146,6 +148,7 @@ def test_confidence_and_xy_match_the_oracle(engine, rows, bounds, k):
     v = _one(engine, "t", ["q1", "q2"], "s", model)
     holds, top = oracle.conf_bound(rows, 2, bounds, k)
     assert v.holds == holds and v.achieved["confidence"] == top
+    assert {b: v.achieved[f"conf({b})"] for b in bounds} == oracle.conf_per_bound(rows, 2, bounds)
 
 
 @SETTINGS

@@ -5,7 +5,9 @@ A privacy template <QID -> s, h> bounds the attacker's confidence of inferring t
 value s from a group: Conf(QID -> s) = max over groups E of conf(E -> s) <= h, with
 conf(E -> s) = c_s(E) / n(E). Each value has its own threshold h_s; the key "*" bounds every
 value not named. Exact: c_s * h_den <= n * h_num. A group's value is its largest confidence of a
-bounded value, c / n exact; the achieved parameter is the largest over groups.
+bounded value, c / n exact. Achieved: that largest over groups ("confidence"), and per template its
+own Conf(QID -> s) ("conf(HIV)"; "conf(*)" the largest of the values not named), each to compare
+with its h.
 
 Monotone (Obs 5.3): a merged group's confidence is the size-weighted mean of its parts', so
 Mondrian and full-domain prune with it. Record owners: a belief about one person, c_s = the
@@ -66,13 +68,22 @@ class ConfidenceBounding(Model):
         return render_bounds(ctx, self.bounds)
 
     def achieved(self, worst_value, ctx):
-        return {"confidence": worst_value}
+        return {"confidence": worst_value, **per_bound(ctx, self.bounds)}
 
 
-def render_bounds(ctx: GroupContext, bounds: dict[str, Fraction], k: int | None = None):
-    """The confidence-bound verdicts, with ``k`` also n >= k ((X,Y)-privacy)."""
+def render_bounds(ctx: GroupContext, bounds: dict[str, Fraction], k: int | None = None, by_bound: bool = False):
+    """The confidence-bound verdicts, with ``k`` also n >= k ((X,Y)-privacy); ``by_bound``: per
+    bound its largest confidence over the groups instead."""
     return ctx.engine.render("model_confidence_bounding.sql.j2", keys=ctx.keys, groups=ctx.groups, cells=ctx.cells,
-                             named=[(v, h.numerator, h.denominator) for v, h in bounds.items()], bounds_sql=None, k=k)
+                             named=[(v, h.numerator, h.denominator) for v, h in bounds.items()], bounds_sql=None, k=k,
+                             by_bound=by_bound)
+
+
+def per_bound(ctx: GroupContext, bounds: dict[str, Fraction]) -> dict[str, Fraction]:
+    """Conf(QID -> s) per template, exact, keyed "conf(s)" in the bounds' order (0: no group holds s)."""
+    got = {r["_adb_b"]: Fraction(int(r["_adb_num"]), int(r["_adb_den"]))
+           for r in ctx.engine.fetch(render_bounds(ctx, bounds, by_bound=True))}
+    return {f"conf({v})": got.get(v, Fraction(0)) for v in bounds}
 
 
 def _num(h: Fraction) -> Any:

@@ -7,7 +7,8 @@ its own owner and it is k-anonymity). (X,Y)-linkability: conf(x -> y) <= h for t
 sensitive values y. (X,Y)-privacy is both, one verdict per group: n >= k and the confidence
 bounds of :mod:`anonydb.models.confidence_bounding` (the same SQL). Monotone (both parts are), so
 Mondrian and full-domain prune with it. Value: the group's largest confidence of a bounded value;
-achieved: that largest over groups, and the smallest group (persons with record owners).
+achieved: the smallest group (persons with record owners), that largest confidence over groups and
+each template's own, as confidence bounding reports them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from ..sqlgen import ident
 from .base import GroupContext, Model, check_count
-from .confidence_bounding import _num, parse_bounds, render_bounds
+from .confidence_bounding import _num, parse_bounds, per_bound, render_bounds
 
 
 class XYPrivacy(Model):
@@ -41,4 +42,4 @@ class XYPrivacy(Model):
 
     def achieved(self, worst_value, ctx):
         kmin = ctx.engine.scalar(f"SELECT min(_adb_n) FROM {ident(ctx.groups)}")
-        return {"k": int(kmin) if kmin is not None else 0, "confidence": worst_value}
+        return {"k": int(kmin) if kmin is not None else 0, "confidence": worst_value, **per_bound(ctx, self.bounds)}
