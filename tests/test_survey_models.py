@@ -252,6 +252,17 @@ def test_fulldomain_releases_meet_them(engine):
     r = fulldomain("src", ["age", "sex"], "s", hierarchies=h, out="rel", engine=engine, replace=True,
                    models=[KAnonymity(10), EpsilonMAnonymity(0, 1.2)])
     assert oracle.epsilon_m(engine.fetch_rows("SELECT age, sex, s FROM rel")[1], 2, 0, 1.2)[0]
+    # searched by k = 3 (ages by decade, sexes kept): every decade holds >= 30 rows, and a k = 40 on
+    # {age} is refused by the verification (nothing written), not searched for
+    r = fulldomain("src", ["age", "sex"], "s", hierarchies=h, out="rel", engine=engine, replace=True,
+                   models=[KAnonymity(3), MultiQidK(30, "age;sex")])
+    rel = engine.fetch_rows("SELECT age, sex FROM rel")[1]
+    assert r.levels == {"age": 1, "sex": 0} and oracle.multi_k([(a, x, 0) for a, x in rel], 2, [[0], [1]], 30)[0]
+    engine.execute("DROP TABLE rel")
+    with pytest.raises(AnonyDBError, match="multiple-QID k-anonymity does not hold on the release"):
+        fulldomain("src", ["age", "sex"], "s", hierarchies=h, out="rel", engine=engine,
+                   models=[KAnonymity(3), MultiQidK(40, "age;sex")])
+    assert not engine.exists("rel")
 
 
 def test_inputs(engine):
