@@ -40,6 +40,11 @@ def _num(p: str) -> SQL:
     return SQL(f"CAST(round(CAST({p} AS DOUBLE) * {SCALE}) AS HUGEINT)")
 
 
+def _nine(p: str) -> SQL:
+    """A parameter as the decimal of its first nine places, DECIMAL(37, 9) (sql/_macros.sql.j2 dec9)."""
+    return SQL(f"CAST(CAST({p} AS DOUBLE) AS DECIMAL(37, 9))")
+
+
 @dataclass
 class Check:
     """One check macro: its SQL name, the model's name in reports, its parameters (after tbl and
@@ -163,11 +168,13 @@ def _checks() -> list[Check]:
                "'the sensitive attribute ' || sa || ' is not numeric'")
     out.append(Check("anonydb_check_ke", "(k,e)-anonymity", ["k", "e"],
                      [_count_guard("k"), ("e IS NULL OR e < 0", "'e must be >= 0, got ' || " + _show("e")), numeric],
-                     r("model_ke.sql.j2", k=SQL("k"), e_num=_num("e"), e_den=SCALE, persons=True, **groups).sql, exact=False))
+                     r("model_ke.sql.j2", k=SQL("k"), e_min=_nine("e"), persons=True, lenient=True, **groups).sql,
+                     exact=False))
     out.append(Check("anonydb_check_epsilon_m", "(epsilon,m)-anonymity", ["epsilon", "m"],
                      [("epsilon IS NULL OR epsilon < 0", "'epsilon must be >= 0, got ' || " + _show("epsilon")),
                       ("m IS NULL OR m < 1", "'m must be >= 1, got ' || " + _show("m")), numeric],
-                     r("model_epsilon_m.sql.j2", eps=SQL("epsilon"), m_num=_num("m"), m_den=SCALE, **groups).sql))
+                     r("model_epsilon_m.sql.j2", eps_max=_nine("epsilon"), m_num=_num("m"), m_den=SCALE, lenient=True,
+                       **groups).sql))
     out.append(Check("anonydb_check_personalized", "personalized privacy", ["guard", "breach", "hierarchy"],
                      [("NOT list_contains(_adb_names, guard)", "'unknown guard column ' || guard || ' in ' || tbl"),
                       _unit_guard("breach", "a probability"), ("person IS NOT NULL", "'personalized privacy judges "

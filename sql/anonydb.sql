@@ -1569,15 +1569,14 @@ GROUP BY "_adb_key"
     SELECT _adb_sa, count(DISTINCT _adb_p) AS _adb_cnt FROM _adb_src WHERE person IS NOT NULL GROUP BY ALL
 ), _adb_summary0 AS (
 WITH v AS (
-WITH r AS (
-    SELECT "_adb_key", coalesce(max(TRY_CAST(_adb_sa AS DOUBLE)) - min(TRY_CAST(_adb_sa AS DOUBLE)), 0) AS _adb_range
-    FROM "_adb_cells"
-    GROUP BY "_adb_key"
-)
-SELECT g."_adb_key",  g._adb_n, r._adb_range AS _adb_num, 1 AS _adb_den,
-       g._adb_d >= k AND r._adb_range * 1000000000 >= CAST(round(CAST(e AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
-FROM "_adb_groups" AS g
-JOIN r ON g."_adb_key" IS NOT DISTINCT FROM r."_adb_key"
+SELECT "_adb_key", _adb_n, CAST(coalesce(_adb_hi - _adb_lo, 0) AS DOUBLE) AS _adb_num, 1 AS _adb_den,
+       _adb_d >= k AND coalesce(_adb_hi - _adb_lo, 0) >= CAST(CAST(e AS DOUBLE) AS DECIMAL(37, 9)) AS _adb_ok
+FROM (    SELECT g."_adb_key",  g._adb_n, g._adb_d, r._adb_lo, r._adb_hi
+    FROM "_adb_groups" AS g
+    JOIN (SELECT "_adb_key", min(TRY_CAST(_adb_sa AS DECIMAL(37, 9))) AS _adb_lo, max(TRY_CAST(_adb_sa AS DECIMAL(37, 9))) AS _adb_hi
+          FROM "_adb_cells"
+          GROUP BY "_adb_key") AS r ON g."_adb_key" IS NOT DISTINCT FROM r."_adb_key"
+) AS c
 )
 SELECT count(*) AS groups,
        count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
@@ -1653,8 +1652,8 @@ GROUP BY "_adb_key"
 WITH v AS (
 WITH nb AS (
     SELECT "_adb_key",
-           sum(_adb_cnt) OVER (PARTITION BY "_adb_key" ORDER BY TRY_CAST(_adb_sa AS DOUBLE)
-                               RANGE BETWEEN epsilon PRECEDING AND epsilon FOLLOWING) AS _adb_nb
+           sum(_adb_cnt) OVER (PARTITION BY "_adb_key" ORDER BY TRY_CAST(_adb_sa AS DECIMAL(37, 9))
+                               RANGE BETWEEN CAST(CAST(epsilon AS DOUBLE) AS DECIMAL(37, 9)) PRECEDING AND CAST(CAST(epsilon AS DOUBLE) AS DECIMAL(37, 9)) FOLLOWING) AS _adb_nb
     FROM "_adb_cells"
 ), mx AS (
     SELECT "_adb_key", max(_adb_nb) AS _adb_cmax

@@ -17,11 +17,16 @@ def groups(rows, nq):
     return g
 
 
+def _exact(s):
+    """A numeric value as the decimal it is written as (0.1 is 1/10), as anonydb reads values."""
+    return Fraction(str(s))
+
+
 def ke(rows, nq, k, e):
     """(k,e)-anonymity [Zhang et al. 2007]: >= k distinct values, max - min >= e."""
     holds, kmin, emin = True, math.inf, math.inf
     for cnt in groups(rows, nq).values():
-        nums = [s for s in cnt if s is not None]
+        nums = [_exact(s) for s in cnt if s is not None]
         rng = (max(nums) - min(nums)) if nums else 0
         kmin, emin = min(kmin, len(cnt)), min(emin, rng)
         holds &= len(cnt) >= k and rng >= Fraction(str(e))
@@ -38,7 +43,7 @@ def epsilon_m(rows, nq, eps, m):
         worst = 0
         for s in cnt:
             near = sum(c for t, c in cnt.items() if (t is None and s is None)
-                       or (t is not None and s is not None and abs(Fraction(t) - Fraction(s)) <= eps))
+                       or (t is not None and s is not None and abs(_exact(t) - _exact(s)) <= eps))
             worst = max(worst, near)
         holds &= worst * mf <= n
         v = Fraction(n, worst)

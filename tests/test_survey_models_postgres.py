@@ -28,6 +28,25 @@ def same_models(duck, other, table, norm=lambda d: d):
               + [dict(multi_k=2, qid_sets="age;sex")])
 
 
+def tenths(duck, name: str) -> str:
+    """The visits with fractional sensitive values a multiple of 0.4 apart, DECIMAL and DOUBLE: a
+    range or distance of exactly e or epsilon, which DOUBLE arithmetic misjudges."""
+    duck.execute(f"CREATE OR REPLACE TABLE {name}_x AS SELECT pid, age, sex, CAST(2 + 0.4 * dx AS DECIMAL(4, 1)) AS x, "
+                 f"CAST(2 + 0.4 * dx AS DOUBLE) AS xd FROM {name}")
+    return f"{name}_x"
+
+
+def same_tenths(duck, other, table, norm=lambda d: d):
+    """(k,e) and (epsilon,m) on the fractional values: the same exact verdicts and values."""
+    for sa in ("x", "xd"):
+        for params in (dict(ke=(2, 0.4)), dict(ke=(2, 0.8), person="pid"), dict(epsilon_m=(0.4, 1.5)),
+                       dict(epsilon_m=(0.8, 1.2), person="pid")):
+            d = anonydb.check(table, ["age", "sex"], sa, engine=duck, max_groups=5, **params)
+            o = anonydb.check(table, ["age", "sex"], sa, engine=other, max_groups=5, **params)
+            assert same_values(norm(o.to_dict()), norm(d.to_dict())), (sa, params)
+            assert o.verdicts[0].achieved == d.verdicts[0].achieved, (sa, params)
+
+
 def guarded(duck, name: str) -> str:
     """The visits with a guarding node per record (a diagnosis code, or none): personalized privacy."""
     duck.execute(f"CREATE OR REPLACE TABLE {name}_g AS SELECT age, sex, dx, CASE WHEN hash(pid, dx) % 3 = 0 "
@@ -48,3 +67,5 @@ def test_same_on_postgres(duck, pg):
     same_models(duck, pg, name)
     copy_to_pg(duck, pg, guarded(duck, name))
     same_personalized(duck, pg, f"{name}_g")
+    copy_to_pg(duck, pg, tenths(duck, name))
+    same_tenths(duck, pg, f"{name}_x")

@@ -781,6 +781,12 @@ COPY_TYPES = {"BOOLEAN": "boolean", "SMALLINT": "smallint", "INTEGER": "integer"
               "DOUBLE": "double precision", "FLOAT": "real", "VARCHAR": "text", "DATE": "date"}
 
 
+def _copy_type(t: str) -> str | None:
+    """The PostgreSQL column type copy_from_duckdb gives a DuckDB type (a DECIMAL keeps its precision)."""
+    d = re.fullmatch(r"DECIMAL\((\d+),\s*(\d+)\)", t)
+    return f"numeric({d[1]}, {d[2]})" if d else COPY_TYPES.get(t)
+
+
 def copy_from_duckdb(duck: Engine, pg: "PostgresEngine", table: str) -> None:
     """Copy the DuckDB table ``table`` into PostgreSQL under the same name (replacing it): CSV
     written by DuckDB and streamed through ``COPY ... FROM STDIN``, then analyzed. For tests,
@@ -788,13 +794,13 @@ def copy_from_duckdb(duck: Engine, pg: "PostgresEngine", table: str) -> None:
     import os
     import tempfile
 
-    cols = duck.columns(table)
-    unknown = [f"{c} {t}" for c, t in cols if t not in COPY_TYPES]
+    cols = [(c, t, _copy_type(t)) for c, t in duck.columns(table)]
+    unknown = [f"{c} {t}" for c, t, p in cols if p is None]
     if unknown:
         raise InputError(f"cannot copy {table!r} to PostgreSQL: no mapping for column type(s) {', '.join(unknown)}")
     pg.execute(f"DROP TABLE IF EXISTS {ident(table)}")
     pg.con.execute(f"CREATE TABLE {ident(table, 'postgres')} ("
-                   + ", ".join(f"{ident(c, 'postgres')} {COPY_TYPES[t]}" for c, t in cols) + ")")
+                   + ", ".join(f"{ident(c, 'postgres')} {p}" for c, _, p in cols) + ")")
     fd, path = tempfile.mkstemp(suffix=".csv")
     os.close(fd)
     try:

@@ -7,8 +7,13 @@ whose value lies in t's epsilon-neighbourhood [t.s - epsilon, t.s + epsilon] num
 over the group's value counts, a RANGE window sums the counts within epsilon of each value
 (``sql/model_epsilon_m.sql.j2``); the group holds iff its largest neighbourhood c_max has
 c_max * m <= n, exactly. Value and achieved parameter: min over groups of n / c_max, an exact
-fraction (the largest m that holds). Absolute epsilon, in the attribute's units, compared in
-doubles (exact for integer values below 2^53).
+fraction (the largest m that holds). Absolute epsilon, in the attribute's units, exact: the
+window orders the values as decimals of nine places (integers and decimals of up to nine places
+as they are, a floating-point value rounded to nine places) and reaches epsilon rounded down to
+nine places, which finds the same neighbours (two values then differ by a multiple of 10^-9).
+The paper's relative variant (neighbourhood [s(1 - epsilon), s(1 + epsilon)]) is not offered: its
+width depends on the row, which a RANGE window's constant offsets cannot express (a self-join of
+each group's values, quadratic in the group's distinct values, would).
 
 Not monotone under merging groups, so it is no candidate of the anonymizers
 (``Model.candidate``): E1 = {2} and E2 = {1, 3} with epsilon = 1, m = 2 -- E2 holds (each value
@@ -27,6 +32,7 @@ from typing import Any
 
 from ..errors import InputError
 from .base import GroupContext, Model, as_fraction
+from .ke_anonymity import nine_places
 
 
 class EpsilonMAnonymity(Model):
@@ -42,7 +48,7 @@ class EpsilonMAnonymity(Model):
             raise InputError(f"epsilon must be a number >= 0, got {epsilon!r}")
         if mf < 1:
             raise InputError(f"m must be a number >= 1, got {m!r}")
-        self.epsilon, self.m, self.mf = epsilon, m, mf
+        self.epsilon, self.m, self.ef, self.mf = epsilon, m, ef, mf
 
     @property
     def params(self) -> dict[str, Any]:
@@ -55,7 +61,7 @@ class EpsilonMAnonymity(Model):
 
     def verdicts(self, ctx: GroupContext):
         return ctx.engine.render("model_epsilon_m.sql.j2", keys=ctx.keys, groups=ctx.groups, cells=ctx.cells,
-                                 eps=float(self.epsilon), m_num=self.mf.numerator, m_den=self.mf.denominator)
+                                 eps_max=nine_places(self.ef, up=False), m_num=self.mf.numerator, m_den=self.mf.denominator)
 
     def achieved(self, worst_value, ctx):
         return {"m": worst_value}
