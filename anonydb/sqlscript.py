@@ -175,12 +175,19 @@ def _checks() -> list[Check]:
                       ("m IS NULL OR m < 1", "'m must be >= 1, got ' || " + _show("m")), numeric],
                      r("model_epsilon_m.sql.j2", eps_max=_nine("epsilon"), m_num=_num("m"), m_den=SCALE, lenient=True,
                        **groups).sql))
+    # by rows the records under a guard sum the cells; by persons they are counted distinct in the facts
+    personal = dict(keys=KEYS, groups="_adb_groups", guards="_adb_guards", closure="_adb_hier",
+                    p_num=_num("breach"), p_den=SCALE)
     out.append(Check("anonydb_check_personalized", "personalized privacy", ["guard", "breach", "hierarchy"],
                      [("NOT list_contains(_adb_names, guard)", "'unknown guard column ' || guard || ' in ' || tbl"),
-                      _unit_guard("breach", "a probability"), ("person IS NOT NULL", "'personalized privacy judges "
-                                                                "records by their own guarding node: drop person'")],
-                     r("model_personalized.sql.j2", keys=KEYS, groups="_adb_groups", cells="_adb_cells",
-                       guards="_adb_guards", closure="_adb_hier", p_num=_num("breach"), p_den=SCALE).sql,
+                      ("list_contains(qis, guard) OR guard = sa OR guard = person",
+                       "'the guard column ' || guard || ' must be another column than the QIs, the sensitive "
+                       "attribute and the person column'"),
+                      _unit_guard("breach", "a probability")],
+                     f"SELECT * FROM ({r('model_personalized.sql.j2', cells='_adb_cells', **personal).sql}) AS _adb_r "
+                     f"WHERE person IS NULL\nUNION ALL\n"
+                     f"SELECT * FROM ({r('model_personalized.sql.j2', facts='_adb_pfacts', **personal).sql}) AS _adb_p "
+                     f"WHERE person IS NOT NULL",
                      worst="max", hierarchy=True, guard=True))
     out.append(Check("anonydb_check_multi_k", "multiple-QID k-anonymity", ["qid_sets", "k"],
                      [_count_guard("k"), ("qid_sets IS NULL OR len(qid_sets) = 0", "'give at least one QID set'"),
@@ -227,15 +234,22 @@ def _macro(c: Check) -> str:
                 ELSE TRUE END AS _adb_ok
     FROM (SELECT DISTINCT CAST(_adb_sa AS VARCHAR) AS v FROM _adb_glob WHERE _adb_sa IS NOT NULL) AS d
     WHERE v NOT IN (SELECT _adb_leaf FROM _adb_hier WHERE _adb_h = 0 AND _adb_leaf IS NOT NULL)"""
-    if c.guard:  # each group's records per guarding node, and no guard outside the hierarchy
+    if c.guard:  # each group's records per guarding node, no guard outside the hierarchy, one guard a person
         hier += f"""
 ), _adb_guards AS (
     SELECT _adb_key, _adb_gd AS _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
+), _adb_pfacts AS (  -- record owners: a group's persons and their values
+    SELECT DISTINCT _adb_key, _adb_p, _adb_sa FROM _adb_src WHERE person IS NOT NULL
 ), _adb_gguard AS (
     SELECT CASE WHEN count(*) > 0 THEN {_err("'guarding node ' || min(_adb_sa) || ' is not a node below the root of the hierarchy ' || hierarchy")}
                 ELSE TRUE END AS _adb_ok
     FROM _adb_guards
-    WHERE _adb_sa IS NOT NULL AND _adb_sa NOT IN (SELECT _adb_node FROM _adb_hier WHERE _adb_node IS NOT NULL)"""
+    WHERE _adb_sa IS NOT NULL AND _adb_sa NOT IN (SELECT _adb_node FROM _adb_hier WHERE _adb_node IS NOT NULL)
+), _adb_gpguard AS (
+    SELECT CASE WHEN count(*) > 0 THEN {_err("'person ' || CAST(min(_adb_p) AS VARCHAR) || ' names more than one guarding node in column ' || guard || ': a guard belongs to a person'")}
+                ELSE TRUE END AS _adb_ok
+    FROM (SELECT _adb_p FROM _adb_src WHERE person IS NOT NULL GROUP BY _adb_p
+          HAVING count(DISTINCT _adb_gd) > 1 OR count(_adb_gd) NOT IN (0, count(*))) AS _adb_x"""
     # the worst value wn / wd, reduced when it is an exact fraction
     exact = "CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END" if c.exact else "NULL"
     reduce = ("SELECT *, CAST(worst_num // g AS HUGEINT) AS wn, CAST(worst_den // g AS HUGEINT) AS wd "
@@ -289,8 +303,8 @@ SELECT '{c.model}' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        {exact} AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard, _adb_pguard{", _adb_hguard" if c.hierarchy else ""}{", _adb_gguard" if c.guard else ""}
-WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok{" AND _adb_hguard._adb_ok" if c.hierarchy else ""}{" AND _adb_gguard._adb_ok" if c.guard else ""};
+FROM _adb_summary, _adb_guard, _adb_pguard{", _adb_hguard" if c.hierarchy else ""}{", _adb_gguard, _adb_gpguard" if c.guard else ""}
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok{" AND _adb_hguard._adb_ok" if c.hierarchy else ""}{" AND _adb_gguard._adb_ok AND _adb_gpguard._adb_ok" if c.guard else ""};
 """
 
 

@@ -51,7 +51,8 @@ CHECKS = [
     ("(X,Y)-privacy (k=5, Sales=0.3)", "occupation", dict(xy_k=5, conf_bound={"Sales": 0.3})),
     ("(k,e)-anonymity (k=3, e=10000)", "income", dict(ke=(3, 10000))),
     ("(epsilon,m)-anonymity (epsilon=5000, m=2)", "income", dict(epsilon_m=(5000, 2))),
-    ("personalized privacy (breach=0.5, a guard on every 4th row)", "occupation", dict(guard="guard", breach=0.5)),
+    ("personalized privacy (breach=0.5, a leaf guard on every 4th row, an inner node on every 4th)", "occupation",
+     dict(guard="guard", breach=0.5)),
     ("multiple-QID k-anonymity (k=5, 2 QID sets)", None,
      dict(multi_k=5, qid_sets=[["age", "sex", "zip"], ["race", "education", "workclass", "hours_per_week"]])),
     # against a public table: every 10th row released raw (census_sample), the census the population
@@ -120,9 +121,11 @@ def main(argv=None) -> int:
         cols = qi + (f', "{sa}"' if sa else "")
         e.scalar(f"SELECT min(n) FROM (SELECT count(*) AS n FROM census GROUP BY {cols})")
 
-    # personalized privacy's guarding nodes: every 4th row names its own occupation (a leaf)
-    e.execute("CREATE OR REPLACE TEMP TABLE census_guarded AS SELECT *, CASE WHEN hash(rowid) % 4 = 0 "
-              "THEN occupation END AS guard FROM census")
+    # personalized privacy's guarding nodes, a function of the row: a quarter of the rows name their
+    # own occupation (a leaf), a quarter its inner node of the occupation hierarchy, the rest none
+    inner = " ".join(f"WHEN '{o}' THEN '{p}'" for o, p in hier["occupation"].mapping(1))
+    e.execute(f"CREATE OR REPLACE TEMP TABLE census_guarded AS SELECT *, CASE hash(rowid) % 4 WHEN 0 THEN occupation "
+              f"WHEN 1 THEN CASE occupation {inner} END END AS guard FROM census")
     if args.alternatives:
         return alternatives(e, args, argv, qi, groups)
     what = "a generalized release of a synthetic census" if args.release else "a raw synthetic census"
@@ -145,7 +148,8 @@ def main(argv=None) -> int:
                 check_presence("census_sample", "census", CENSUS_QIS, engine=e, **params)
             else:
                 anonydb.check("census_guarded" if "guard" in params else "census", CENSUS_QIS, sa, engine=e,
-                              hierarchies=hier if params.get("distance") == "hierarchical" else None, **params)
+                              hierarchies=hier if params.get("distance") == "hierarchical" or "guard" in params else None,
+                          **params)
             mine.append(time.perf_counter() - t1)
         m, b = statistics.median(mine), statistics.median(base)
         print(f"| {name} | {m:.2f} | {', '.join(f'{x:.2f}' for x in mine)} | {b:.2f} | {m / b:.1f} |", flush=True)

@@ -1697,8 +1697,8 @@ WITH _adb_cols AS (
              WHEN list_contains(qis, person) THEN error('anonydb: ' || 'the person column ' || person || ' is also a quasi-identifier')
              WHEN person = sa THEN error('anonydb: ' || 'the person column ' || person || ' is also the sensitive attribute')
              WHEN NOT list_contains(_adb_names, guard) THEN error('anonydb: ' || 'unknown guard column ' || guard || ' in ' || tbl)
+             WHEN list_contains(qis, guard) OR guard = sa OR guard = person THEN error('anonydb: ' || 'the guard column ' || guard || ' must be another column than the QIs, the sensitive attribute and the person column')
              WHEN breach IS NULL OR breach < 0 OR breach > 1 THEN error('anonydb: ' || 'breach must lie in [0, 1] (a probability), got ' || coalesce(CAST(breach AS VARCHAR), 'NULL'))
-             WHEN person IS NOT NULL THEN error('anonydb: ' || 'personalized privacy judges records by their own guarding node: drop person')
              ELSE TRUE END AS _adb_ok
     FROM _adb_cols
 ), _adb_src AS (
@@ -1750,14 +1750,21 @@ GROUP BY "_adb_key"
     WHERE v NOT IN (SELECT _adb_leaf FROM _adb_hier WHERE _adb_h = 0 AND _adb_leaf IS NOT NULL)
 ), _adb_guards AS (
     SELECT _adb_key, _adb_gd AS _adb_sa, count(*) AS _adb_cnt FROM _adb_src GROUP BY ALL
+), _adb_pfacts AS (  -- record owners: a group's persons and their values
+    SELECT DISTINCT _adb_key, _adb_p, _adb_sa FROM _adb_src WHERE person IS NOT NULL
 ), _adb_gguard AS (
     SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'guarding node ' || min(_adb_sa) || ' is not a node below the root of the hierarchy ' || hierarchy)
                 ELSE TRUE END AS _adb_ok
     FROM _adb_guards
     WHERE _adb_sa IS NOT NULL AND _adb_sa NOT IN (SELECT _adb_node FROM _adb_hier WHERE _adb_node IS NOT NULL)
+), _adb_gpguard AS (
+    SELECT CASE WHEN count(*) > 0 THEN error('anonydb: ' || 'person ' || CAST(min(_adb_p) AS VARCHAR) || ' names more than one guarding node in column ' || guard || ': a guard belongs to a person')
+                ELSE TRUE END AS _adb_ok
+    FROM (SELECT _adb_p FROM _adb_src WHERE person IS NOT NULL GROUP BY _adb_p
+          HAVING count(DISTINCT _adb_gd) > 1 OR count(_adb_gd) NOT IN (0, count(*))) AS _adb_x
 ), _adb_summary0 AS (
 WITH v AS (
-WITH gv AS (
+SELECT * FROM (WITH gv AS (
     SELECT DISTINCT "_adb_key", CAST(_adb_sa AS VARCHAR) AS _adb_g
     FROM "_adb_guards"
     WHERE _adb_sa IS NOT NULL
@@ -1773,7 +1780,25 @@ WITH gv AS (
 SELECT g."_adb_key",  g._adb_n, coalesce(w._adb_u, 0) AS _adb_num, g._adb_n AS _adb_den,
        CAST(coalesce(w._adb_u, 0) AS HUGEINT) * 1000000000 <= CAST(g._adb_n AS HUGEINT) * CAST(round(CAST(breach AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
 FROM "_adb_groups" AS g
-LEFT JOIN worst AS w ON g."_adb_key" IS NOT DISTINCT FROM w."_adb_key"
+LEFT JOIN worst AS w ON g."_adb_key" IS NOT DISTINCT FROM w."_adb_key") AS _adb_r WHERE person IS NULL
+UNION ALL
+SELECT * FROM (WITH gv AS (
+    SELECT DISTINCT "_adb_key", CAST(_adb_sa AS VARCHAR) AS _adb_g
+    FROM "_adb_guards"
+    WHERE _adb_sa IS NOT NULL
+), under AS (
+    SELECT gv."_adb_key",  gv._adb_g, count(DISTINCT c._adb_p) AS _adb_u
+    FROM gv
+    JOIN (SELECT DISTINCT _adb_leaf, _adb_node FROM "_adb_hier") AS cl ON cl._adb_node = gv._adb_g
+    JOIN "_adb_pfacts" AS c ON gv."_adb_key" IS NOT DISTINCT FROM c."_adb_key" AND CAST(c._adb_sa AS VARCHAR) = cl._adb_leaf
+    GROUP BY gv."_adb_key",  gv._adb_g
+), worst AS (
+    SELECT "_adb_key", max(_adb_u) AS _adb_u FROM under GROUP BY "_adb_key"
+)
+SELECT g."_adb_key",  g._adb_n, coalesce(w._adb_u, 0) AS _adb_num, g._adb_n AS _adb_den,
+       CAST(coalesce(w._adb_u, 0) AS HUGEINT) * 1000000000 <= CAST(g._adb_n AS HUGEINT) * CAST(round(CAST(breach AS DOUBLE) * 1000000000) AS HUGEINT) AS _adb_ok
+FROM "_adb_groups" AS g
+LEFT JOIN worst AS w ON g."_adb_key" IS NOT DISTINCT FROM w."_adb_key") AS _adb_p WHERE person IS NOT NULL
 )
 SELECT count(*) AS groups,
        count(*) FILTER (WHERE NOT _adb_ok) AS violating_groups,
@@ -1790,8 +1815,8 @@ SELECT 'personalized privacy' AS model,
        CAST(wn AS DOUBLE) / wd AS achieved,
        CAST(wn AS VARCHAR) || CASE WHEN wd = 1 THEN '' ELSE '/' || CAST(wd AS VARCHAR) END AS achieved_exact,
        groups, violating_groups, CAST(violating_rows AS BIGINT) AS violating_rows
-FROM _adb_summary, _adb_guard, _adb_pguard, _adb_hguard, _adb_gguard
-WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok AND _adb_hguard._adb_ok AND _adb_gguard._adb_ok;
+FROM _adb_summary, _adb_guard, _adb_pguard, _adb_hguard, _adb_gguard, _adb_gpguard
+WHERE _adb_guard._adb_ok AND _adb_pguard._adb_ok AND _adb_hguard._adb_ok AND _adb_gguard._adb_ok AND _adb_gpguard._adb_ok;
 
 CREATE OR REPLACE MACRO anonydb_check_multi_k(tbl, qis, qid_sets, k, person := NULL) AS TABLE
 WITH _adb_cols AS (

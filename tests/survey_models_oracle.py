@@ -132,21 +132,3 @@ def multi_k(rows, nq, sets, k):
         counts = Counter(tuple(r[i] for i in idx) for r in rows)
         least = min(least, min(counts.values()))
     return least >= k, least
-
-
-def personalized(rows, nq, breach, under):
-    """Personalized privacy [Xiao & Tao 2006]: rows are (qi..., s, guard); a record's breach is the
-    share of its group whose value lies under its guard (``under(value, node)``); a None guard has
-    no constraint. Achieved: the largest breach of any record."""
-    g = defaultdict(list)
-    for r in rows:
-        g[tuple(r[:nq])].append((r[nq], r[nq + 1]))
-    top, holds = Fraction(0), True
-    for recs in g.values():
-        for _, guard in recs:
-            if guard is None:
-                continue
-            b = Fraction(sum(1 for s, _ in recs if s is not None and under(s, guard)), len(recs))
-            top = max(top, b)
-            holds &= b <= Fraction(str(breach))
-    return holds, top

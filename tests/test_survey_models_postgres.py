@@ -1,5 +1,5 @@
 """The survey models of issue 50 (pd-/npd-recursive l, confidence bounding, (X,Y)-privacy, (k,e),
-(epsilon,m), multiple-QID k, personalized privacy) on PostgreSQL: the same reports as on DuckDB, by rows and by persons."""
+(epsilon,m), multiple-QID k) on PostgreSQL: the same reports as on DuckDB, by rows and by persons."""
 
 from __future__ import annotations
 
@@ -47,25 +47,9 @@ def same_tenths(duck, other, table, norm=lambda d: d):
             assert o.verdicts[0].achieved == d.verdicts[0].achieved, (sa, params)
 
 
-def guarded(duck, name: str) -> str:
-    """The visits with a guarding node per record (a diagnosis code, or none): personalized privacy."""
-    duck.execute(f"CREATE OR REPLACE TABLE {name}_g AS SELECT age, sex, dx, CASE WHEN hash(pid, dx) % 3 = 0 "
-                 f"THEN CAST(dx AS VARCHAR) END AS g FROM {name}")
-    return f"{name}_g"
-
-
-def same_personalized(duck, other, table, norm=lambda d: d):
-    for breach in (0.3, 0.6):
-        d = anonydb.check(table, ["age", "sex"], "dx", engine=duck, max_groups=5, guard="g", breach=breach)
-        o = anonydb.check(table, ["age", "sex"], "dx", engine=other, max_groups=5, guard="g", breach=breach)
-        assert same_values(norm(o.to_dict()), norm(d.to_dict())), breach
-
-
 def test_same_on_postgres(duck, pg):
     name = visits(duck, "survey_visits")
     copy_to_pg(duck, pg, name)
     same_models(duck, pg, name)
-    copy_to_pg(duck, pg, guarded(duck, name))
-    same_personalized(duck, pg, f"{name}_g")
     copy_to_pg(duck, pg, tenths(duck, name))
     same_tenths(duck, pg, f"{name}_x")

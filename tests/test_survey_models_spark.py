@@ -8,7 +8,7 @@ import pytest
 from conftest import spark_view
 from person_engines import visits
 from test_spark_methods import duck, sp  # noqa: F401  (fixtures)
-from test_survey_models_postgres import guarded, same_models, same_personalized, same_tenths, tenths
+from test_survey_models_postgres import same_models, same_tenths, tenths
 
 #: pytest -n: every test of one engine on one worker, which starts its Spark session once
 pytestmark = pytest.mark.xdist_group("spark")
@@ -23,7 +23,5 @@ def test_same_on_spark(duck, sp, spark):
     name = visits(duck, "survey_visits_s")
     spark_view(duck, spark, name)
     same_models(duck, sp, name, norm=_source)
-    spark_view(duck, spark, guarded(duck, name))
-    same_personalized(duck, sp, f"{name}_g", norm=_source)
     spark_view(duck, spark, tenths(duck, name))
     same_tenths(duck, sp, f"{name}_x", norm=_source)

@@ -49,6 +49,7 @@ from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..generalize import generalize_sql
 from ..hierarchy import Hierarchy, validate_all
 from ..models import GroupContext, Model, NTCloseness, candidate_models
+from ..models.personalized import guard_columns
 from ..schema import is_numeric_type, split_list
 from ..sources import open_source
 from ..sqlgen import ident
@@ -176,6 +177,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, label=str(source), person=person,
                                   pseudonymize=pseudonymize)
             types, columns = roles.types, roles.columns
+            guards = guard_columns(models, columns.published)  # personalized privacy's: verified, then dropped
             relation, key_origin = pseudonymized(eng, s, relation, columns, secret_file)
             if _caller_keeps is not None:  # the caller's own table: every column rides along, the caller drops them
                 columns.published = [c for c, _ in eng.columns(relation)]
@@ -211,7 +213,6 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             # a caller that verifies the rows it derives (delta-presence) names its own scratch table
             stage = pub.stage() if _caller_keeps is None else out
             kept_groups = lat.kept_labels(best)
-            guards = [m.guard for m in models if getattr(m, "guard", None) and m.guard not in columns.published]
             gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols},
                                  columns.published + ([person] if person not in (None, *columns.published) else [])
                                  + guards)

@@ -44,6 +44,7 @@ from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable
 from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
 from ..models import GroupContext, Model, NTCloseness, candidate_models
+from ..models.personalized import guard_columns
 from ..schema import is_numeric_type, kind_of_type, split_list
 from ..release.publish import (PERSON_COLUMN, Publication, constant_qis, kept_columns_break, publication_lines,
                                pseudonymized, resolve_roles)
@@ -219,6 +220,9 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, kinds, label=str(source), person=person,
                                   pseudonymize=pseudonymize)
             types, columns = roles.types, roles.columns
+            # a guard column (personalized privacy) rides through the verification, then goes
+            guards = guard_columns(verify_models, columns.published)
+            staged = columns.published + guards
             relation, key_origin = pseudonymized(eng, s, relation, columns, secret_file)
             for attr in hierarchies:
                 if attr not in qi_cols and attr != sensitive:
@@ -244,9 +248,6 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, searched,
                                base, rid, total, types, hierarchies.get(sensitive) if sensitive else None, qi_cols, person, varying)
             planner.bind_members(hierarchies, kinds)
-            # a guard column (personalized privacy) rides through the verification, then goes
-            guards = [m.guard for m in verify_models if getattr(m, "guard", None) and m.guard not in columns.published]
-            staged = columns.published + guards
             rows, rounds, tree = planner.run(progress, plan)
             stage = pub.stage()
             records = total

@@ -86,6 +86,9 @@ class GroupContext:
     persons: bool = False
     facts: int = 0
     glob_persons: int | None = None
+    #: record owners: the facts (keys..., _adb_p, _adb_sa, _adb_c) the person counts were read
+    #: from, one row a group, person and value (_adb_c their records)
+    person_facts: str | None = None
     #: the groups sized by their facts (keys..., _adb_n = _adb_m, _adb_d, _adb_mx, _adb_clnc) when the
     #: caller names them (a CTE of one statement); else :meth:`by_facts` makes a scratch table
     fgroups: str | None = None
@@ -93,7 +96,8 @@ class GroupContext:
     #: attribute's range, for a model that reads "range")
     ranges: bool = False
     #: personalized privacy: guards(keys..., _adb_sa = a record's guarding node, _adb_cnt), the
-    #: groups' records counted per guarding node (built when a model names a guard column)
+    #: groups' records counted per guarding node, the rows without one left out (built when a
+    #: model names a guard column; under record owners each person's guard is one node)
     guards: str | None = None
 
     def by_facts(self) -> "GroupContext":

@@ -8,20 +8,24 @@ of a record t is
 
     Pr_breach(t) = |{t' in E : t'.s lies under t.g}| / |E|
 
-(the survey's reading, count(s under g) / n; the paper's Definition 3 also weighs an external
-table's individuals, which anonydb does not hold: with every individual of E in the table this is
-its value). The release holds iff every record's breach is at most p_breach, exactly
-(c * p_den <= n * p_num). A NULL guard is "no preference" (the paper's empty node); a leaf guard
-is the value itself; without a hierarchy for the sensitive attribute only leaves exist. A guard
-that names no node below the root is refused. A group's value is its largest breach; achieved:
-the largest over groups.
+This is the survey's reading, count(s under g) / n. The paper defines the breach over the
+individuals of an external database and the tables consistent with the release (and lets the
+sensitive values themselves be generalized); anonydb holds no external table and publishes the
+values as they are, where (each individual of E with one record in it, the paper's primary case)
+the paper's probability is this share. The release holds iff every record's breach is at most
+p_breach, exactly (c * p_den <= n * p_num). A NULL guard is "no preference" (the paper's empty
+node); a leaf guard is the value itself; without a hierarchy for the sensitive attribute only
+leaves exist. A guard that names no node below the root is refused (InputError naming it); the
+root itself too, since every value lies under it (its breach is always 1). A group's value is its
+largest breach; achieved: the largest over groups.
 
 Not monotone under merging groups: E1 = {HIV with guard HIV, Flu, Flu, Flu} holds at
 p_breach = 1/4, but with E2 = {HIV, HIV} (no guards) the union gives the first record 3/6. So it
 is no candidate of the anonymizers (``Model.candidate``): Mondrian and full-domain search with the
 other models, carry the guard column through the release's verification, and drop it before the
-release is written (the column is an input, never published). Record owners: refused (a guard
-per person would need the persons' values under it; not built).
+release is written (the column is an input, never published: :func:`guard_columns` refuses to keep
+it). Record owners (``person=``): a guard belongs to a person, so it must be the same on all their
+records (else InputError), and Pr_breach(t) = persons of E holding a value under t.g / persons of E.
 """
 
 from __future__ import annotations
@@ -56,8 +60,6 @@ class PersonalizedPrivacy(Model):
         return {"guard": self.guard, "breach": self.breach}
 
     def prepare(self, ctx: GroupContext) -> None:
-        if ctx.persons:
-            raise InputError("personalized privacy judges records by their own guarding node: drop person")
         if ctx.guards is None:
             raise InputError("personalized privacy reads each record's guarding node: check the table itself "
                              "(anonydb.check), not candidate groups")
@@ -79,7 +81,22 @@ class PersonalizedPrivacy(Model):
     def verdicts(self, ctx: GroupContext):
         return ctx.engine.render("model_personalized.sql.j2", keys=ctx.keys, groups=ctx.groups, cells=ctx.cells,
                                  guards=ctx.guards, closure=self._closure, p_num=self.bf.numerator,
-                                 p_den=self.bf.denominator)
+                                 p_den=self.bf.denominator, facts=ctx.person_facts if ctx.persons else None)
 
     def achieved(self, worst_value, ctx):
         return {"breach": worst_value}
+
+
+def guard_columns(models: list[Model], published: list[str]) -> list[str]:
+    """The guard columns the models read (personalized privacy), which an anonymizer carries
+    through the release's verification and then drops; InputError for one that would be published
+    (a quasi-identifier, the sensitive attribute, a kept or pseudonymized column)."""
+    out = []
+    for m in models:
+        g = getattr(m, "guard", None)
+        if isinstance(m, PersonalizedPrivacy) and g not in out:
+            if g in published:
+                raise InputError(f"guard column {g!r} is an input of personalized privacy and is never published: "
+                                 f"do not keep it or give it another role")
+            out.append(g)
+    return out

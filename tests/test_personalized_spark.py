@@ -1,0 +1,26 @@
+"""Personalized privacy on a local Spark session: the same reports as on DuckDB (by rows and by
+persons). The release's carrying and dropping of the guard is engine-neutral (drop_column),
+checked on PostgreSQL: a Spark Mondrian would add half a minute."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import spark_view
+from person_engines import visits
+from test_personalized_postgres import guarded, same_personalized
+from test_spark_methods import duck, sp  # noqa: F401  (fixtures)
+
+#: pytest -n: every test of one engine on one worker, which starts its Spark session once
+pytestmark = pytest.mark.xdist_group("spark")
+
+
+def _source(d):
+    d.pop("source", None)
+    return d
+
+
+def test_same_on_spark(duck, sp, spark):
+    name = guarded(duck, visits(duck, "pers_visits_s"))
+    spark_view(duck, spark, name)
+    same_personalized(duck, sp, name, norm=_source, release=False)
