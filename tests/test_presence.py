@@ -352,7 +352,9 @@ def test_docs_presence_commands_run(datasets, tmp_path, capsys):
         assert argv[0] == "anonydb"
         codes.append(main(argv[1:] + ["--db", str(tmp_path / "r.duckdb")] if argv[1] == "anonymize" else argv[1:]))
     out = capsys.readouterr().out
-    assert codes == [1, 0]  # the raw subset is not (0.05, 0.15)-present; the release is
+    # the raw subset is not (0.05, 0.15)-present, the release is; the raw subset's classes match
+    # fewer than 5 public rows somewhere (k-map fails), the k-map release holds
+    assert codes == [1, 0, 1, 0]
     assert "achieved delta_min = 0" in out and "verified: presence in [1/20 (0.0500), 3/20 (0.1500)]" in out
 
 
