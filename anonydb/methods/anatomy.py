@@ -45,7 +45,7 @@ from ..models.base import as_fraction
 from ..schema import PERSON_COLUMN, split_list
 from ..sources import open_source
 from ..sqlgen import ident
-from ..release.publish import Publication, pseudonymized, publication_lines, resolve_roles
+from ..release.publish import Publication, pseudonymized, publication_lines, resolve_roles, tracked_key
 from .mondrian import _fmt
 
 
@@ -184,6 +184,14 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
                     f"with person, for this model")
             pub.attach([qit_stage, st_stage], report.holds, f"{v.model} does not hold on the QIT/ST release "
                        f"({v.violating_groups} of {v.groups} groups violate){where}", report)
+            key = person if person is not None else tracked_key()
+            if key is not None:  # a tracked release: the records' groups, fingerprinted for the ledger
+                r = rid if rid == "rowid" else ident(rid)
+                members = s.table(f"SELECT b.{ident(key)}, a.group_id FROM {ident(base)} AS b JOIN {ident(assign)} "
+                                  f"AS a ON a._adb_rid = CAST(b.{r} AS BIGINT)")
+                vals = s.table(f"SELECT group_id AS grp, {ident(sensitive)} AS value, {ident('count')} AS n "
+                               f"FROM {ident(st_stage)}")
+                pub.track(qit_stage, key, ["group_id"], sensitive, values=vals, rows=members)
             n_groups = eng.scalar(f"SELECT count(DISTINCT group_id) FROM {ident(st_stage)}")
         pub.commit([(qit_stage, qit_name), (st_stage, st_name)], as_view)
     del model

@@ -46,7 +46,7 @@ from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
 from ..models import GroupContext, Model, NTCloseness, candidate_models
 from ..models.personalized import guard_columns
 from ..schema import is_numeric_type, kind_of_type, split_list
-from ..release.publish import (PERSON_COLUMN, Publication, constant_qis, kept_columns_break, publication_lines,
+from ..release.publish import (PERSON_COLUMN, Publication, tracked_column, tracked_key, constant_qis, kept_columns_break, publication_lines,
                                pseudonymized, resolve_roles)
 from ..sources import open_source
 from ..sqlgen import ident, literal
@@ -222,7 +222,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             types, columns = roles.types, roles.columns
             # a guard column (personalized privacy) rides through the verification, then goes
             guards = guard_columns(verify_models, columns.published)
-            staged = columns.published + guards
+            tracked = tracked_column(person, columns.published)  # the ledger's key rides through, then goes
+            staged = columns.published + guards + tracked
             relation, key_origin = pseudonymized(eng, s, relation, columns, secret_file)
             for attr in hierarchies:
                 if attr not in qi_cols and attr != sensitive:
@@ -285,7 +286,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             if plain:  # over every published column but the sensitive one (fail closed)
                 try:
                     pub.verify(stage, sensitive, plain, columns.keep, hierarchies=sa_h,
-                               exclude=tuple(_unjudged) + ((person,) if person in columns.published else ()) + tuple(guards),
+                               exclude=tuple(_unjudged) + ((person,) if person in columns.published else ()) + tuple(guards)
+                               + tuple(tracked),
                                expected_groups=None if columns.keep else n_classes,
                                **({"person": PERSON_COLUMN} if person is not None else {}))
                 except AnonyDBError as e:
@@ -302,6 +304,10 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                 _attach(pub, stage, report)
             if planner.bt:  # judged per tuple from the final classes' rows, with the priors already estimated
                 _attach(pub, stage, planner.verify_bt(joined))
+            pub.track(stage, PERSON_COLUMN if person is not None else tracked_key(),
+                      ["eq_class"] + [c for c in columns.keep if c not in tracked], sensitive)
+            for c in tracked:
+                eng.drop_column(stage, c)
             if person is not None:  # verified by persons: the staged key goes
                 eng.drop_column(stage, PERSON_COLUMN)
             for g in guards:  # verified: the guarding nodes are never published

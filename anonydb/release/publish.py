@@ -307,12 +307,13 @@ def guard_target(eng: Engine, outs: Iterable[str], replace: bool, sources: Itera
 
 
 def _swap(eng: Engine, pairs: list[tuple[str, str]], as_view: bool = False,
-          view: tuple[str, str] | None = None) -> None:
+          view: tuple[str, str] | None = None, then: Any = None) -> None:
     """Put verified staging tables in place of their targets (tables or views; a view's rows live
     in ``<out>__data``), all in one transaction: the old release stays until the new one is in (an
     old table is renamed aside and dropped last, so an engine without transactional DDL puts it
     back if a rename fails).
-    ``view``: (name, select) of a view over the new tables, (re)created in the same transaction."""
+    ``view``: (name, select) of a view over the new tables, (re)created in the same transaction;
+    ``then``: called last in the transaction (the ledger's entry: both or neither)."""
     names = [t for _, out in pairs for t in (out, out + "__data")] + ([view[0]] if view else [])
     kinds = eng.relations(names)
     aside: list[tuple[str, str]] = []  # (old table renamed aside, its name): dropped once every stage is in
@@ -340,6 +341,8 @@ def _swap(eng: Engine, pairs: list[tuple[str, str]], as_view: bool = False,
             eng.execute(f"CREATE VIEW {ident(view[0])} AS {view[1]}")
         for old, _ in aside:
             eng.drop(old)
+        if then is not None:
+            then()
         eng.execute("COMMIT")
     except BaseException:
         eng.execute("ROLLBACK")
@@ -353,6 +356,26 @@ def drop_staged(eng: Engine, names: Iterable[str]) -> None:
     for n in names:
         if n and eng.exists(n):
             eng.drop(n)
+
+
+# --- the ledger's tracked column ----------------------------------------------------------------------------
+def tracked_column(person: str | None, published: list[str]) -> list[str]:
+    """The column a tracked release (:mod:`anonydb.release.ledger`) must carry through its stage
+    to fingerprint it: the declared key, unless it is published anyway or the person column
+    (staged as :data:`PERSON_COLUMN`). [] when the release is not tracked."""
+    from .ledger import current
+
+    t = current()
+    if t is None or person is not None or t.key in published:
+        return []
+    return [t.key]
+
+
+def tracked_key() -> str | None:
+    from .ledger import current
+
+    t = current()
+    return None if t is None else t.key
 
 
 # --- verification over every published column ------------------------------------------------------------
@@ -449,13 +472,33 @@ class Publication:
         self.order = order or row_order(eng, seed)
         sweep(eng)
         self.staged: dict[str, Any] = {}  # stage -> its verification (None until verified)
+        self.sides: dict[str, dict[str, str]] = {}  # stage -> its side tables (the ledger's), dropped with it
 
     def __enter__(self) -> "Publication":
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        drop_staged(self.eng, list(self.staged))
+        drop_staged(self.eng, list(self.staged) + [n for d in self.sides.values() for n in d.values()])
         self.staged.clear()
+        self.sides.clear()
+
+    def side(self, stage: str, suffix: str, select: str) -> str:
+        """A table beside ``stage`` (a staging name: swept with it if the run dies, dropped when
+        the release is written or fails)."""
+        name = f"{stage}_{suffix}"
+        self.eng.create_table_as(name, select, replace=True)
+        self.sides.setdefault(stage, {})[suffix] = name
+        return name
+
+    def track(self, stage: str, key: str, groups: list[str], sensitive: str | None = None,
+              values: str | None = None, counterfeits: str | None = None, rows: str | None = None) -> None:
+        """When the release is tracked (:func:`anonydb.release.ledger.tracking`): fingerprint the
+        records of ``stage`` by the column ``key`` (still in the stage) with their groups, and
+        verify the release together with the ledger's earlier releases of its source (raises,
+        nothing written, when the composition breaks); the entry is written by :meth:`commit`."""
+        from . import ledger
+
+        ledger.stage_members(self.eng, self, stage, key, groups, sensitive, values, counterfeits, rows)
 
     def stage(self, role: str = "release") -> str:
         name = stage_name(role, self.eng)
@@ -508,7 +551,21 @@ class Publication:
         keyed = [st for st, _ in pairs if PERSON_COLUMN in {c for c, _ in self.eng.columns(st)}]
         if keyed:  # the person key a method staged for its verification never leaves
             raise AnonyDBError(f"internal error: {', '.join(keyed)} still holds the person key; nothing was written")
-        _swap(self.eng, pairs, as_view, view)
+        from . import ledger
+
+        t = ledger.current()
+        then = None
+        if t is not None:
+            if not t.staged or t.staged.get("stage") not in {st for st, _ in pairs}:
+                raise AnonyDBError("internal error: a tracked release was not fingerprinted; nothing was written")
+            st0 = t.staged["stage"]
+            rows = int(self.eng.scalar(f"SELECT count(*) FROM {ident(st0)}"))
+            report = self.staged.get(st0)
+            outs = {f"part{i}" if len(pairs) > 1 else "release": out for i, (_, out) in enumerate(pairs)}
+
+            def then() -> None:
+                t.staged["id"] = ledger.write(self.eng, t, outs, rows, report)
+        _swap(self.eng, pairs, as_view, view, then)
         for st, _ in pairs:
             self.staged.pop(st, None)
 

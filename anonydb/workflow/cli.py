@@ -114,8 +114,12 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                         "public individual's presence probability within [MIN, MAX]")
     g.add_argument("--public", metavar="TABLE|FILE",
                    help="delta-presence: the public table the private one (the source) is drawn from")
-    g.add_argument("--key", help="delta-presence, k-map: a column identifying a person in both tables (default: "
-                                 "match rows on their QI values)")
+    g.add_argument("--key", metavar="COL",
+                   help="delta-presence, k-map: a column identifying a person in both tables (default: match rows on "
+                        "their QI values); anonymize without --public: track the records by this unique key across "
+                        "releases (the release is recorded in the database's ledger, anonydb_releases, as keyed "
+                        "fingerprints under --secret-file or $ANONYDB_SECRET, and verified together with the "
+                        "earlier releases of its source; the key is not published)")
     g.add_argument("--k-map", type=int, metavar="K",
                    help="k-map, with --public: every released class matches at least K rows of the public table "
                         "(the population) generalized the same way")
@@ -205,7 +209,7 @@ def _presence_args(args: argparse.Namespace) -> bool:
     if args.public is None:
         if isinstance(args.delta, str):
             raise InputError("--delta MIN,MAX is delta-presence: give the public table with --public")
-        if args.key:
+        if args.key and getattr(args, "command", None) != "anonymize":  # anonymize: the ledger's record key
             raise InputError("--key belongs to delta-presence and k-map (--public)")
         if k_map is not None:
             raise InputError("--k-map is judged against the population: give the public table with --public")
@@ -283,8 +287,10 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--sensitive", help="the sensitive attribute")
     a.add_argument("--out", required=True, help="the release table to create (in --db); anatomy writes "
                    "<out>_qit and <out>_st")
-    a.add_argument("--method", choices=("mondrian", "anatomy", "fulldomain", "slicing", "injector"), default="mondrian",
-                   help="mondrian (generalized release, default), anatomy (QIT/ST pair, needs --l), fulldomain "
+    a.add_argument("--method", choices=("mondrian", "anatomy", "fulldomain", "slicing", "injector", "minvariant"),
+                   default="mondrian",
+                   help="mondrian (generalized release, default), anatomy (QIT/ST pair, needs --l), minvariant (the "
+                        "next m-invariant release of a series, with counterfeits; needs --key and --m), fulldomain "
                         "(one hierarchy level per QI, the best by --metric; needs --hierarchy for every QI), "
                         "slicing (column tables <out>_c1.. and the sliced view <out>; needs --l) or injector "
                         "(QIT/ST pair, matching l-diverse against rules mined from the data; needs --l)")
@@ -337,6 +343,14 @@ def _parser() -> argparse.ArgumentParser:
                         "the key: --secret-file, else $ANONYDB_SECRET, else a fresh one (no other release links)")
     a.add_argument("--secret-file", metavar="PATH",
                    help="the pseudonyms' key: the file's bytes (one trailing newline dropped), at least 16; never stored")
+    a.add_argument("--series", metavar="NAME", help="the ledger's series of this release (default: --out)")
+    a.add_argument("--composition", choices=("intersection", "insert-only", "m-invariance"),
+                   help="how the releases of the source compose: every person keeps l values across them "
+                        "(intersection, default), insert-only (Byun et al. 2006: no record leaves) or m-invariance")
+    a.add_argument("--m", type=int, metavar="M", help="m-invariance: every group m different values, one signature "
+                                                      "per record across its releases (Xiao & Tao 2007)")
+    a.add_argument("--form", choices=("generalized", "anatomy"), default="generalized",
+                   help="minvariant: one generalized table (default) or a QIT/ST pair")
     a.add_argument("--keep", metavar="COLS",
                    help="columns to publish unchanged, comma-separated (every column that is not a QI, the "
                         "sensitive attribute or kept is dropped); the models are verified over them too")
@@ -367,6 +381,15 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress display (it is shown only on a terminal)")
+
+    ls = sub.add_parser("releases", help="list the release ledger of a database (anonydb_releases), or drop an "
+                                        "entry with --drop ID")
+    ls.add_argument("--db", help=DB_HELP)
+    ls.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
+    ls.add_argument("--series", metavar="NAME", help="only this series")
+    ls.add_argument("--drop", type=int, action="append", metavar="ID",
+                    help="remove this entry (and its fingerprints) from the ledger; the released tables stay")
+    ls.add_argument("--json", action="store_true", help="print the entries as JSON")
 
     p = sub.add_parser("plan", help="print the SQL a release spec would run, without touching the database")
     p.add_argument("spec", help="the release spec (YAML)")
@@ -666,8 +689,12 @@ def _anonymize(args: argparse.Namespace) -> int:
     if (args.pseudonymize or args.secret_file) and args.method in ("slicing", "injector"):
         raise InputError(f"--pseudonymize: --method {args.method} publishes only its quasi-identifiers and the "
                          f"sensitive attribute")
-    if args.secret_file and not args.pseudonymize:
-        raise InputError("--secret-file keys the pseudonyms: give --pseudonymize COLS as well")
+    tracked = args.key or args.series or args.composition or args.m is not None or args.method == "minvariant"
+    if args.secret_file and not args.pseudonymize and not tracked:
+        raise InputError("--secret-file keys the pseudonyms (or a series' fingerprints): give --pseudonymize COLS "
+                         "or --key COL as well")
+    if args.form != "generalized" and args.method != "minvariant":
+        raise InputError("--form belongs to --method minvariant")
     if args.varying_qis and args.method != "mondrian":
         raise InputError("--varying-qis belongs to --method mondrian (with --person)")
     if args.person and args.method in ("slicing", "injector"):
@@ -676,6 +703,35 @@ def _anonymize(args: argparse.Namespace) -> int:
     if _presence_args(args):
         return _presence(args, hierarchies)
     engine = _engine_for(args)
+    import sys
+
+    from ..release.ledger import tracking
+    from .jobs import _tracking
+
+    try:
+        track = _tracking(engine, args.source, args.qi, args.sensitive, args.method, args.out, args.person,
+                          args.pseudonymize, args.secret_file, args.series, args.key, args.composition, args.m,
+                          "anonydb " + " ".join(sys.argv[1:]), {"l": _int_if_whole(args.l), "k": args.k,
+                                                                 "varying": args.varying_qis}, args.keep)
+    except BaseException:
+        engine.close()
+        raise
+    with tracking(track):
+        code = _dispatch(args, engine, hierarchies, kinds, progress)
+    if track is not None and track.staged.get("id") is not None and not args.json:
+        print(f"  ledger: release {track.staged['id']} of series {track.series!r}, verified together with "
+              f"{len(track.staged.get('earlier', []))} earlier release(s) of {track.source}")
+    return code
+
+
+def _dispatch(args: argparse.Namespace, engine: Any, hierarchies: dict, kinds: dict, progress: Any) -> int:
+    """Run the method --method names (inside the ledger's tracking, when the release is tracked)."""
+    import json
+
+    from ..methods import anonymize
+
+    if args.method == "minvariant":
+        return _minvariant(args, engine)
     if args.method == "slicing":
         return _slicing(args, engine, hierarchies, progress)
     if args.method == "anatomy":
@@ -1187,6 +1243,64 @@ def _audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _minvariant(args: argparse.Namespace, engine) -> int:
+    import json
+
+    from ..methods.invariant import invariant
+
+    others = [f"--{n.replace('_', '-')}" for n in ("t", "n", "alpha", "delta", "hierarchy", "keep", "person")
+              if getattr(args, n)]
+    if others:
+        raise InputError(f"--method minvariant takes --key, --m (and --k, --l to verify), --form; not {', '.join(others)}")
+    try:
+        result = invariant(args.source, args.qi, args.sensitive, out=args.out, engine=engine, form=args.form,
+                           replace=args.replace, seed=args.seed, identifiers=args.identifiers,
+                           **({"k": args.k} if args.k else {}), **({"l": _int_if_whole(args.l)} if args.l else {}))
+    finally:
+        engine.close()
+    if args.json:
+        print(json.dumps({"tables": result.tables, "rows": result.rows, "groups": result.groups,
+                          "counterfeits": result.counterfeits, "persistent": result.persistent, "new": result.new,
+                          "utility": result.utility, "verification": result.report.to_dict()}, indent=2, default=str))
+    else:
+        print(result.format())
+    return 0
+
+
+def _releases(args: argparse.Namespace) -> int:
+    """List the ledger, or drop entries from it (on request only)."""
+    import json
+
+    from ..release import ledger
+
+    engine = _engine_for(args)
+    try:
+        if args.drop:
+            gone = ledger.drop(engine, args.drop)
+            print(f"dropped ledger release(s) {', '.join(map(str, gone))} (the released tables stay)")
+            return 0
+        rows = ledger.entries(engine)
+        if args.series:
+            rows = [r for r in rows if r["series"] == args.series]
+    finally:
+        engine.close()
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    if not rows:
+        print("no releases in the ledger" + (f" for series {args.series!r}" if args.series else ""))
+        return 0
+    print(f"{'id':>4}  {'created':<25} {'series':<16} {'source':<16} {'method':<11} {'mode':<13} {'rows':>9} "
+          f"{'groups':>7} {'counterfeits':>12}  achieved")
+    for r in rows:
+        ach = json.loads(r["achieved"] or "{}")
+        short = "; ".join(f"{m}: {', '.join(f'{k}={v}' for k, v in a.items())}" for m, a in ach.items())
+        mode = r["mode"] + (f" m={r['m']}" if r["m"] else "")
+        print(f"{r['id']:>4}  {r['created']:<25} {r['series']:<16} {r['source']:<16} {r['method']:<11} {mode:<13} "
+              f"{r['rows']:>9} {r['groups']:>7} {r['counterfeits']:>12}  {short}")
+    return 0
+
+
 def _anatomy(args: argparse.Namespace, engine) -> int:
     import json
 
@@ -1234,6 +1348,6 @@ if __name__ == "__main__":  # pragma: no cover
 
 
 #: the subcommands and their handlers
-_COMMANDS = {"check": _check, "anonymize": _anonymize, "release": _release, "plan": _plan, "report": _report,
+_COMMANDS = {"check": _check, "anonymize": _anonymize, "release": _release, "releases": _releases, "plan": _plan, "report": _report,
              "audit": _audit, "evaluate": _evaluate, "tradeoff": _tradeoff, "demo": _demo,
              "sql": _sql, "risk": _risk}

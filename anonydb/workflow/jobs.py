@@ -24,13 +24,13 @@ from ..engines import is_postgres_url, is_spark_url
 from ..engines.duckdb import DuckDBEngine
 from ..engines.base import Engine
 from ..engines import connect
-from ..errors import InputError, NotAvailable
+from ..errors import InputError, NotAvailable, option
 from ..schema import split_list
 from .spec import Spec, SpecError, load_spec
 from ..release.publish import export, guard_file, stage_name
 from ..sqlgen import ident, literal
 
-METHODS = ("mondrian", "fulldomain", "anatomy", "slicing", "injector")
+METHODS = ("mondrian", "fulldomain", "anatomy", "slicing", "injector", "minvariant")
 #: methods releasing a QIT/ST pair (<out>_qit, <out>_st)
 QIT_ST = ("anatomy", "injector")
 MODEL_PARAMS = ("k", "l", "l_variant", "c", "t", "distance", "n", "alpha", "delta", "reference", "supersets", "bt",
@@ -61,6 +61,7 @@ class Release:
     dropped: list[str] = field(default_factory=list)  # source columns not published (no role, identifiers)
     kept: list[str] = field(default_factory=list)  # published unchanged at the user's request
     order: str = ""  # how the rows are ordered: a secret, or recomputable from the seed
+    ledger: int | None = None  # the release's id in the database's ledger, when tracked
 
     @property
     def holds(self) -> bool:
@@ -106,7 +107,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
               replace: bool = False, as_view: bool = False, person: str | None = None,
               pseudonymize: str | Iterable[str] | None = None, secret_file: Any = None,
               progress: Callable[[dict[str, Any]], None] | None = None, risk: Any = None, public: str | None = None,
-              **params: Any) -> Release:
+              series: str | None = None, key: str | None = None, composition: str | None = None,
+              m: int | None = None, spec_text: str | None = None, **params: Any) -> Release:
     """Anonymize ``source`` with ``method`` into ``out``; return the verified :class:`Release`.
 
     ``params`` holds the privacy models (``k``, ``l`` with ``l_variant``/``c``, ``t`` with
@@ -128,7 +130,16 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     :class:`anonydb.risk.assess.Limits`), judged over every published column but the sensitive one
     before anything is written. ``public`` with ``k_map``: k-map against that public table (the
     population the source is drawn from; :func:`anonydb.methods.presence.presence_anonymize`,
-    mondrian or fulldomain, the QIs generalized and the sensitive and ``keep`` columns published)."""
+    mondrian or fulldomain, the QIs generalized and the sensitive and ``keep`` columns published).
+
+    Releases over time (:mod:`anonydb.release.ledger`): ``key`` (a unique record key) or ``person``
+    tracks the records, fingerprinted under the publisher's secret (``secret_file`` or
+    ``$ANONYDB_SECRET``), and the release is recorded in the database's ledger in the transaction
+    that writes it, as the next release of ``series`` (default: ``out``). Before anything is
+    written it is verified together with every earlier release of ``source`` in the ledger:
+    ``composition`` "intersection" (default: every person keeps l values across all of them),
+    "insert-only" (Byun et al. 2006: no record leaves) or "m-invariance" (with ``m``: Xiao & Tao
+    2007). A source with tracked releases in the ledger is always tracked."""
     from ..release.publish import RiskGate, risk_gate
     from ..risk.assess import Limits
 
@@ -139,11 +150,78 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         limits = risk if isinstance(risk, Limits) else Limits.parse(risk)
         gate = RiskGate(limits, split_list(qi, "quasi-identifiers"), sensitive, split_list(pseudonymize, "pseudonyms"),
                         dict(hierarchies or {}))
-    with risk_gate(gate):
-        return _anonymize(source, qi, sensitive, method=method, out=out, engine=engine, hierarchies=hierarchies,
-                          kinds=kinds, identifiers=identifiers, keep=keep, seed=seed, replace=replace,
-                          as_view=as_view, person=person, pseudonymize=pseudonymize, secret_file=secret_file,
-                          progress=progress, public=public, **params)
+    from ..release.ledger import tracking
+
+    eng = connect(engine)
+    track = _tracking(eng, source, qi, sensitive, method, out, person, pseudonymize, secret_file, series, key,
+                      composition, m, spec_text, params, keep)
+    with risk_gate(gate), tracking(track):
+        if track is not None and method == "minvariant":
+            from ..methods.invariant import invariant
+
+            r = invariant(source, split_list(qi, "quasi-identifiers"), sensitive, out=out, engine=eng,
+                          replace=replace, seed=seed, keep=keep, identifiers=identifiers, **params)
+            track.staged.setdefault("id", None)
+            return Release(method=method, table=r.table, tables=r.tables, qi=split_list(qi, "quasi-identifiers"),
+                           sensitive=sensitive, rows=r.rows, seconds=r.seconds, report=r.report, result=r, engine=eng)
+        rel = _anonymize(source, qi, sensitive, method=method, out=out, engine=eng, hierarchies=hierarchies,
+                         kinds=kinds, identifiers=identifiers, keep=keep, seed=seed, replace=replace,
+                         as_view=as_view, person=person, pseudonymize=pseudonymize, secret_file=secret_file,
+                         progress=progress, public=public, **params)
+        if track is not None:
+            rel.ledger = track.staged.get("id")
+        return rel
+
+
+def _tracking(eng: Engine, source: str, qi: Any, sensitive: str | None, method: str, out: str, person: str | None,
+              pseudonymize: Any, secret_file: Any, series: str | None, key: str | None, composition: str | None,
+              m: int | None, spec_text: str | None, params: dict[str, Any], keep: Any) -> Any:
+    """The ledger's :class:`~anonydb.release.ledger.Tracking` of this release, or None when it is
+    not tracked (no key, no series, and no tracked release of ``source`` in the ledger)."""
+    from ..pseudonyms import load_key
+    from ..release import ledger
+
+    asked = series is not None or key is not None or composition is not None or m is not None \
+        or method == "minvariant"
+    earlier = [e for e in ledger.entries(eng) if e["source"] == str(source)] if ledger.exists(eng) else []
+    if not asked and not earlier:
+        return None
+    if key is not None and person is not None and key != person:
+        raise InputError(f"give the tracked column once: key {key!r} or person {person!r}")
+    col = key or person
+    if col is None:
+        was = sorted({e["tracked"] for e in earlier})
+        raise InputError(f"{source} has {len(earlier)} tracked release(s) in the ledger (by {', '.join(was)}): this "
+                         f"release is verified together with them, so name the tracked column ({option('key')} "
+                         f"{was[0] if was else 'COLUMN'} or {option('person')})" if earlier else
+                         f"a release in a series is tracked by a record key: give {option('key')} COLUMN (unique "
+                         f"per record) or {option('person')} COLUMN")
+    if method not in ("mondrian", "anatomy", "minvariant"):
+        raise InputError(f"a tracked release (series, key) is written by mondrian, anatomy or minvariant, not {method}")
+    if pseudonymize and col in split_list(pseudonymize, "pseudonymize"):
+        raise InputError(f"the tracked column {col!r} is published as a pseudonym: its releases would link records "
+                         f"across releases (the intersection attack); do not publish it")
+    if params.get("varying"):
+        raise InputError("a tracked release gives each person one group: no varying QIs")
+    k, origin = load_key(secret_file)
+    if origin == "fresh":
+        raise InputError(f"a tracked release needs the publisher's secret ({option('secret-file')} FILE or "
+                         f"$ANONYDB_SECRET): a fresh key would match no later release")
+    mode = composition or ("m-invariance" if m is not None or method == "minvariant" else None)
+    if mode is None:
+        modes = [e["mode"] for e in earlier if e["series"] == (series or out)]
+        mode = modes[-1] if modes else "intersection"
+    if mode == "m-invariance" and m is None:
+        m = next((int(e["m"]) for e in reversed(earlier) if e["m"] is not None), params.get("l"))
+    ls = params.get("l")
+    qi_cols = split_list(qi, "quasi-identifiers")
+    roles = {**{q: "quasi-identifier" for q in qi_cols}, **({sensitive: "sensitive"} if sensitive else {}),
+             **{c: "kept" for c in split_list(keep, "keep")}}
+    models = {k_: v for k_, v in params.items() if k_ in MODEL_PARAMS and v is not None}
+    return ledger.Tracking(key=col, kind="person" if person is not None else "key", secret=k, series=series or out,
+                           mode=mode, m=m, l=ls if isinstance(ls, int) and not isinstance(ls, bool) else None,
+                           spec=spec_text or "", source=str(source), method=method, models=models, columns=roles,
+                           sensitive=sensitive)
 
 
 def _anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, method: str, out: str,
@@ -318,8 +396,8 @@ def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files:
                             hierarchies=sp.hierarchies or None, kinds=sp.kinds or None, seed=sp.seed,
                             replace=sp.replace or files_out, as_view=sp.view, progress=progress,
                             keep=keep or None, person=sp.person, pseudonymize=sp.pseudonyms or None,
-                            secret_file=sp.secret_file, risk=sp.risk, public=sp.public, **sp.method_params,
-                            **sp.model_params())
+                            secret_file=sp.secret_file, risk=sp.risk, public=sp.public, **_series_args(sp),
+                            **sp.method_params, **sp.model_params())
             dropped = set(rel.dropped) | set(_spec_dropped(eng, sp))
             rel.dropped = [c for c in getattr(sp, "_source_columns", []) if c in dropped]
             if hasattr(rel.result, "dropped"):  # the result's text lists them too
@@ -345,6 +423,16 @@ def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files:
         if files_out:
             _drop_release(eng, out)
     return rel
+
+
+def _series_args(sp: Spec) -> dict[str, Any]:
+    """The ledger's arguments of a spec: its series, record key and the spec's text."""
+    se = sp.series or {}
+    out: dict[str, Any] = {}
+    if sp.series is not None or sp.key is not None or sp.method == "minvariant":
+        out = {"series": se.get("name"), "key": sp.key, "composition": se.get("composition"), "m": se.get("m"),
+               "spec_text": sp.text}
+    return out
 
 
 def _run_linked(sp: Spec, eng: Engine) -> Release:
@@ -393,7 +481,7 @@ def _spec_source(eng: Engine, s: Any, sp: Spec) -> str:
 
 def _spec_dropped(eng: Engine, sp: Spec) -> list[str]:
     """The source's columns a spec does not publish: identifiers and columns it does not list."""
-    published = {a.name for a in sp.attributes if a.role not in ("identifier", "person") or a.pseudonym}
+    published = {a.name for a in sp.attributes if a.role not in ("identifier", "person", "key") or a.pseudonym}
     return [c for c in getattr(sp, "_source_columns", []) if c not in published]
 
 

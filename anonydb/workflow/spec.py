@@ -32,7 +32,7 @@ from typing import Any
 from ..errors import InputError
 
 ROLES = {"qi": "qi", "quasi-identifier": "qi", "quasi_identifier": "qi", "identifier": "identifier",
-         "sensitive": "sensitive", "insensitive": "insensitive", "person": "person", "pseudonym": "pseudonym"}
+         "sensitive": "sensitive", "insensitive": "insensitive", "person": "person", "pseudonym": "pseudonym", "key": "key"}
 KINDS = ("numeric", "categorical", "ordinal", "date")
 METHODS = {
     # method -> {parameter: (accepted python types, description)}
@@ -43,6 +43,7 @@ METHODS = {
     "fulldomain": {"max_suppression": ((int, float), "a fraction in [0, 1]"),
                    "metric": ((str,), "dm, aecs, height, precision, loss or entropy")},
     "anatomy": {"groups": ((str,), "a column name")},
+    "minvariant": {"form": ((str,), "generalized or anatomy")},
     "injector": {"min_exp": ((int, float), "a number in (0, 1)"),
                  "itemset_support": ((int, str), "min, max or a count of tuples")},
     "slicing": {"columns": ((int, list), "a number of columns or a list of attribute lists"),
@@ -54,7 +55,9 @@ PRIVACY = ("k", "l", "t", "n", "alpha", "delta", "bt", "beta", "confidence_bound
            "multi_qid", "k_map", "personalized")
 FORMATS = ("duckdb", "parquet", "csv")
 TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed", "secret_file",
-       "linked", "risk", "public")
+       "linked", "risk", "public", "series")
+#: series: the ledger's series of a tracked release (anonydb.release.ledger)
+SERIES = ("name", "composition", "m")
 
 
 class SpecError(InputError):
@@ -104,6 +107,9 @@ class Spec:
     risk: Any = None
     #: the public table (the population; a table, or a file relative to the spec) k-map is judged against
     public: str | None = None
+    #: the ledger's series (``series:``): name, composition, m; None when the spec sets none
+    series: dict[str, Any] | None = None
+    text: str = ""  # the spec as written (the ledger keeps it)
     raw: dict[str, Any] = field(default_factory=dict)
     lines: dict[tuple, int] = field(default_factory=dict)
 
@@ -128,6 +134,12 @@ class Spec:
         """The column naming each record's owner (role person): the models count persons."""
         p = self.of_role("person")
         return p[0] if p else None
+
+    @property
+    def key(self) -> str | None:
+        """The record key a tracked release follows across releases (role key: never published)."""
+        k = self.of_role("key")
+        return k[0] if k else None
 
     @property
     def pseudonyms(self) -> list[str]:
@@ -317,6 +329,20 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
         for a in attrs:
             if a.role == "qi" and a.hierarchy is None:
                 ck.bad(("attributes", a.name), "fulldomain generalizes along hierarchies: give this QI a hierarchy")
+    series = _series(ck, raw.get("series")) if "series" in raw else None
+    if len(roles.get("key", [])) > 1:
+        ck.bad(("attributes",), f"one key column is supported, got {', '.join(roles['key'])}")
+    if roles.get("key") and roles.get("person"):
+        ck.bad(("attributes",), "give the tracked column once: role key or role person")
+    if (series is not None or method == "minvariant") and attrs and not (roles.get("key") or roles.get("person")):
+        ck.bad(("attributes",), "a release in a series is tracked by a record key: give a column role key "
+                                "(or role person)")
+    if (series is not None or roles.get("key")) and out.get("format", "duckdb") != "duckdb":
+        ck.bad(("output", "format"), "a tracked release lives beside its ledger, in the database: format duckdb")
+    if method == "minvariant" and mparams.get("form", "generalized") not in ("generalized", "anatomy"):
+        ck.bad(("method", "form"), f"expected generalized or anatomy, got {mparams['form']!r}")
+    if method == "minvariant" and attrs and not roles.get("sensitive"):
+        ck.bad(("method",), "minvariant needs an attribute with role sensitive")
     linked = _linked(ck, raw.get("linked")) if "linked" in raw else {}
     if linked:
         if method != "mondrian":
@@ -342,7 +368,32 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
                 report_json=_opt_rel(report.get("json"), base), database=_opt_rel(database, base), seed=seed, raw=raw,
                 lines=lines, secret_file=_opt_rel(secret_file, base), linked=linked,
                 max_suppression=float(raw["linked"].get("max_suppression", 0.0)) if linked else 0.0, risk=risk,
-                public=_source_path(public, base) if isinstance(public, str) else None)
+                public=_source_path(public, base) if isinstance(public, str) else None, series=series, text=text)
+
+
+def _series(ck: _Checker, v: Any) -> dict[str, Any] | None:
+    """``series:`` a name, or {name, composition: intersection | insert-only | m-invariance, m}."""
+    at = ("series",)
+    if isinstance(v, str):
+        return {"name": v}
+    if not ck.keys(v, at, SERIES):
+        return None
+    out: dict[str, Any] = {}
+    if "name" in v and ck.typed(v["name"], at + ("name",), (str,), "a series name"):
+        out["name"] = v["name"]
+    if "composition" in v:
+        if v["composition"] not in ("intersection", "insert-only", "m-invariance"):
+            ck.bad(at + ("composition",), f"expected intersection, insert-only or m-invariance, got "
+                                          f"{v['composition']!r}")
+        else:
+            out["composition"] = v["composition"]
+    if "m" in v and ck.typed(v["m"], at + ("m",), (int,), "an integer"):
+        if v["m"] < 2:
+            ck.bad(at + ("m",), f"must be at least 2, got {v['m']}")
+        out["m"] = v["m"]
+    if out.get("composition", "m-invariance" if "m" in out else None) == "m-invariance" and "m" not in out:
+        ck.bad(at, "m-invariance needs m (series.m)")
+    return out
 
 
 def _k_map_fits(ck: _Checker, privacy: dict[str, Any], method: str, public: Any, roles: dict[str, list[str]],
