@@ -129,14 +129,20 @@ def entries(eng: Engine, where: str = "") -> list[dict[str, Any]]:
     return [dict(zip([c for c, _ in _ENTRY], r)) for r in rows]
 
 
-def _digest(eng: Engine, rid: int | None, members: str = MEMBERS, values: str = VALUES) -> str:
-    """A digest of a release's members and values: counts, sums and extremes, in one scan each."""
-    w = f" WHERE release_id = {int(rid)}" if rid is not None else ""
-    m = eng.fetch_rows(f"SELECT count(*), COALESCE(sum(grp), 0), COALESCE(sum(hist), 0), min(fp), max(fp) "
-                       f"FROM {ident(members)}{w}")[1][0]
-    v = eng.fetch_rows(f"SELECT count(*), COALESCE(sum(n), 0), COALESCE(sum(counterfeits), 0), COALESCE(sum(grp), 0), "
-                       f"min(value), max(value) FROM {ident(values)}{w}")[1][0]
-    return json.dumps([[str(x) for x in m], [str(x) for x in v]])
+def _digests(eng: Engine, ids: Iterable[int]) -> dict[int, str]:
+    """A digest of each release's members and values (counts, sums and extremes), for every
+    release of ``ids`` in one scan of each table."""
+    ids = [int(i) for i in ids]
+    if not ids:
+        return {}
+    w = f" WHERE release_id IN ({', '.join(map(str, ids))}) GROUP BY release_id"
+    m = {r[0]: r[1:] for r in eng.fetch_rows(f"SELECT release_id, count(*), COALESCE(sum(grp), 0), "
+                                             f"COALESCE(sum(hist), 0), min(fp), max(fp) FROM {ident(MEMBERS)}{w}")[1]}
+    v = {r[0]: r[1:] for r in eng.fetch_rows(f"SELECT release_id, count(*), COALESCE(sum(n), 0), "
+                                             f"COALESCE(sum(counterfeits), 0), COALESCE(sum(grp), 0), min(value), "
+                                             f"max(value) FROM {ident(VALUES)}{w}")[1]}
+    empty_m, empty_v = (0, 0, 0, None, None), (0, 0, 0, 0, None, None)
+    return {i: json.dumps([[str(x) for x in m.get(i, empty_m)], [str(x) for x in v.get(i, empty_v)]]) for i in ids}
 
 
 def _checksum(secret: bytes, entry: dict[str, Any], digest: str) -> str:
@@ -151,13 +157,14 @@ def chain(eng: Engine, t: Tracking, key_type: str) -> list[dict[str, Any]]:
     the secret, the tracked column's type. Raises an InputError in one line otherwise."""
     rows = [e for e in entries(eng) if e["source"] == t.source]
     sid = secret_id(t.secret)
+    digests = _digests(eng, [e["id"] for e in rows])
     out = []
     for e in rows:
         if e["secret_id"] != sid:
             raise InputError(f"ledger release {e['id']} (series {e['series']!r}) of {t.source} was keyed by another "
                              f"secret: its fingerprints cannot be matched, so the releases cannot be verified "
                              f"together; give the series' secret ({option('secret-file')} or $ANONYDB_SECRET)")
-        if _checksum(t.secret, e, _digest(eng, e["id"])) != e["checksum"]:
+        if _checksum(t.secret, e, digests[e["id"]]) != e["checksum"]:
             raise InputError(f"ledger release {e['id']} (series {e['series']!r}) fails its checksum: the ledger was "
                              f"edited by hand; restore it, or remove the entry with `anonydb releases --drop "
                              f"{e['id']}`")
@@ -295,7 +302,7 @@ def write(eng: Engine, t: Tracking, out_tables: dict[str, str], rows: int, repor
              "tracked_type": st["key_type"], "sensitive": t.sensitive, "mode": t.mode, "m": t.m, "rows": int(rows),
              "members": members, "groups": int(counts[1]), "counterfeits": int(counts[2]),
              "secret_id": secret_id(t.secret)}
-    entry["checksum"] = _checksum(t.secret, entry, _digest(eng, rid))
+    entry["checksum"] = _checksum(t.secret, entry, _digests(eng, [rid])[rid])
     eng.execute(f"INSERT INTO {ident(LEDGER)} ({', '.join(ident(c) for c, _ in _ENTRY)}) VALUES ("
                 + ", ".join("NULL" if entry[c] is None else (str(int(entry[c])) if ty == "BIGINT" else literal(entry[c]))
                             for c, ty in _ENTRY) + ")")
