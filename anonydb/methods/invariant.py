@@ -15,11 +15,9 @@ record's last group and that group's signature), in a fixed number of statements
    is refused (m-invariance assumes a record keeps its value; give it a new key).
 2. **Holes**: a bucket's signature values no present record holds are filled by new records of
    that value (matched value by value in a keyed order), else by counterfeits.
-3. **New records** left over are dealt into g = max(floor(n/m), the largest value's count) new
-   groups: the i-th of a value's c records in QI order goes to group floor((2i + 1) g / 2c), so a
-   value's records fall in distinct groups and every group gathers the records near one QI
-   quantile of each value; a group left with fewer than m values takes counterfeits of the most
-   frequent values it lacks.
+3. **New records** left over are cut in Z-order into windows of a few times m records, each dealt
+   into m-unique groups as Anatomy deals a table (:func:`_deal`); a group left with fewer than m
+   values takes counterfeits of the most frequent values it lacks.
 
 The groups are published either **generalized** (one table: each QI as its group's range
 ``[lo, hi]`` with ``<q>_lo``/``<q>_hi`` for numeric QIs, a categorical QI as its value when the
@@ -119,7 +117,7 @@ def invariant(source: str, qi: str | Iterable[str], sensitive: str, *, out: str,
             sv = f"CAST({ident(sensitive)} AS VARCHAR)"
             qsel = ", ".join(ident(q) for q in qi_cols)
             cur = s.table(f"SELECT {fp} AS _adb_fp, {sv} AS _adb_v, {ident(key)} AS _adb_key, {qsel}, "
-                          f"{ident(sensitive)} FROM {ident(relation)}")
+                          f"{ident(sensitive)}, {_z_order(eng, relation, qi_cols)} AS _adb_z FROM {ident(relation)}")
             n, nfp, nulls = eng.fetch_rows(f"SELECT count(*), count(DISTINCT _adb_fp), count(*) - count(_adb_fp) "
                                            f"FROM {ident(cur)}")[1][0]
             if n == 0:
@@ -152,13 +150,14 @@ def invariant(source: str, qi: str | Iterable[str], sensitive: str, *, out: str,
             persistent = int(eng.scalar(f"SELECT count(*) FROM {ident(old)}"))
             nb = int(eng.scalar(f"SELECT COALESCE(max(b), 0) FROM {ident(old)}"))
             # 2. holes: the signature values no persistent record holds; new records fill them
-            holes = s.table(f"SELECT bk.b, x.value, row_number() OVER (PARTITION BY x.value ORDER BY "
-                            f"md5_number(CAST(bk.b AS VARCHAR) || {literal(order.key)}), bk.b) AS hr "
-                            f"FROM (SELECT DISTINCT r, g, b FROM {ident(old)}) AS bk JOIN {ident(sig)} AS x "
+            # a value's holes and its new records are matched in z-order (bucket: its records' mean z)
+            holes = s.table(f"SELECT bk.b, x.value, row_number() OVER (PARTITION BY x.value ORDER BY bk.z, bk.b) AS hr "
+                            f"FROM (SELECT o.r, o.g, o.b, avg(c._adb_z) AS z FROM {ident(old)} AS o JOIN {ident(cur)} AS c "
+                            f"ON c._adb_fp = o._adb_fp GROUP BY 1, 2, 3) AS bk JOIN {ident(sig)} AS x "
                             f"ON x.r = bk.r AND x.g = bk.g WHERE NOT EXISTS (SELECT 1 FROM {ident(old)} AS o "
                             f"WHERE o.b = bk.b AND o._adb_v = x.value)")
             fresh = s.table(f"SELECT c._adb_fp, c._adb_v, row_number() OVER (PARTITION BY c._adb_v ORDER BY "
-                            f"md5_number(c._adb_fp || {literal(order.key)}), c._adb_fp) AS nr FROM {ident(cur)} AS c "
+                            f"c._adb_z, c._adb_fp) AS nr FROM {ident(cur)} AS c "
                             f"WHERE NOT EXISTS (SELECT 1 FROM {ident(last)} AS l WHERE l.fp = c._adb_fp)")
             fill = s.table(f"SELECT f._adb_fp, h.b FROM {ident(fresh)} AS f JOIN {ident(holes)} AS h "
                            f"ON h.value = f._adb_v AND h.hr = f.nr")
@@ -166,14 +165,7 @@ def invariant(source: str, qi: str | Iterable[str], sensitive: str, *, out: str,
             rest = s.table(f"SELECT c.* FROM {ident(cur)} AS c WHERE NOT EXISTS (SELECT 1 FROM {ident(last)} AS l "
                            f"WHERE l.fp = c._adb_fp) AND NOT EXISTS (SELECT 1 FROM {ident(fill)} AS f "
                            f"WHERE f._adb_fp = c._adb_fp)")
-            nr, top = eng.fetch_rows(f"SELECT count(*), COALESCE(max(c), 0) FROM (SELECT _adb_v, count(*) AS c "
-                                     f"FROM {ident(rest)} GROUP BY 1) AS x")[1][0]
-            g = max(int(nr) // m, int(top), 1)
-            # the i-th record of a value (of c, in QI order) goes to group floor((2i + 1) g / 2c): a value's
-            # records fall in distinct groups (c <= g), each group near the same QI quantile of every value
-            dealt = s.table(f"SELECT _adb_fp, {nb} + 1 + CAST(((2 * i + 1) * {g}) // (2 * c) AS BIGINT) AS b FROM "
-                            f"(SELECT _adb_fp, row_number() OVER (PARTITION BY _adb_v ORDER BY {qsel}, _adb_fp) - 1 AS i, "
-                            f"count(*) OVER (PARTITION BY _adb_v) AS c FROM {ident(rest)}) AS x")
+            dealt = _deal(eng, s, rest, m, nb)
             assign = s.table(f"SELECT _adb_fp, b FROM {ident(old)} UNION ALL SELECT _adb_fp, b FROM {ident(fill)} "
                              f"UNION ALL SELECT _adb_fp, b FROM {ident(dealt)}")
             # counterfeits: the holes left open (of buckets that still hold a record), and the
@@ -267,6 +259,64 @@ def invariant(source: str, qi: str | Iterable[str], sensitive: str, *, out: str,
     return InvariantResult(table=tables.get("release", tables.get("qit")), tables=tables, rows=int(n), groups=groups,
                            counterfeits=ncf, persistent=persistent, new=int(n) - persistent, m=m, form=form,
                            seconds=time.perf_counter() - t0, report=report, utility=utility, order=order.describe())
+
+
+#: new records are dealt in windows of this many times m consecutive records in Z-order
+WINDOW = 4
+#: rounds of windows (each twice as large) before the records left are dealt over the whole table
+PASSES = 6
+
+
+def _deal(eng: Any, s: Any, rest: str, m: int, nb: int) -> str:
+    """(_adb_fp, b): the new records of ``rest`` dealt into m-unique groups numbered above ``nb``.
+    The records are cut, in Z-order, into windows of WINDOW * m (the last one folded into the one
+    before), and each window is dealt as Anatomy deals a table (bucket by value, largest first,
+    record pos to group pos mod g, g = floor(n/m)): a value's first g records of the window fall
+    in distinct groups, near in every QI. The records a window cannot place (a value holding more
+    than g of them: one person's repeated visits) go round again in windows twice as large, up to
+    PASSES rounds; the last are dealt over the whole table: the i-th of a value's c records in
+    Z-order to group floor((2i + 1) g' / 2c), g' = max(floor(n/m), the largest c)."""
+    parts, left, base = [], rest, nb + 1
+    for p in range(PASSES):
+        n = int(eng.scalar(f"SELECT count(*) FROM {ident(left)}"))
+        if n == 0:
+            break
+        w = WINDOW * m * 2 ** p
+        last = max(n // w - 1, 0)
+        win = s.table(f"SELECT _adb_fp, _adb_v, _adb_z, least((row_number() OVER (ORDER BY _adb_z, _adb_fp) - 1) "
+                      f"// {w}, {last}) AS w FROM {ident(left)}")
+        # g: the groups a window can fill: floor(n/m), lowered to what the values' first g records fill
+        cnt = s.table(f"SELECT w, _adb_v, count(*) AS c FROM {ident(win)} GROUP BY 1, 2")
+        gw = s.table(f"SELECT w, greatest(sum(least(c, g1)) // {m}, 1) AS g FROM (SELECT w, c, sum(c) OVER "
+                     f"(PARTITION BY w) // {m} AS g1 FROM {ident(cnt)}) AS x GROUP BY w")
+        lay = s.table(f"SELECT _adb_fp, w, g, row_number() OVER (PARTITION BY w ORDER BY least(c, g) DESC, _adb_v, rv) "
+                      f"- 1 AS pos FROM (SELECT x.*, k.c, gw.g, row_number() OVER (PARTITION BY x.w, x._adb_v ORDER BY "
+                      f"x._adb_z, x._adb_fp) - 1 AS rv FROM {ident(win)} AS x JOIN {ident(cnt)} AS k ON k.w = x.w AND "
+                      f"k._adb_v = x._adb_v JOIN {ident(gw)} AS gw ON gw.w = x.w) AS y WHERE rv < g")
+        parts.append(f"SELECT _adb_fp, CAST({base} + w * {w} + pos % g AS BIGINT) AS b FROM {ident(lay)}")
+        base += (last + 1) * w
+        left = s.table(f"SELECT r._adb_fp, r._adb_v, r._adb_z FROM {ident(win)} AS r WHERE NOT EXISTS (SELECT 1 FROM "
+                       f"{ident(lay)} AS l WHERE l._adb_fp = r._adb_fp)")
+    nl, top = eng.fetch_rows(f"SELECT count(*), COALESCE(max(c), 0) FROM (SELECT _adb_v, count(*) AS c "
+                             f"FROM {ident(left)} GROUP BY 1) AS x")[1][0]
+    g = max(int(nl) // m, int(top), 1)
+    parts.append(f"SELECT _adb_fp, CAST({base} + ((2 * i + 1) * {g}) // (2 * c) AS BIGINT) AS b FROM "
+                 f"(SELECT _adb_fp, row_number() OVER (PARTITION BY _adb_v ORDER BY _adb_z, _adb_fp) - 1 AS i, "
+                 f"count(*) OVER (PARTITION BY _adb_v) AS c FROM {ident(left)}) AS x")
+    return s.table(" UNION ALL ".join(parts))
+
+
+def _z_order(eng: Any, relation: str, qi: list[str]) -> str:
+    """A Z-order (Morton) key of the QIs: each QI's rank among its distinct values (SQL window,
+    scaled to B bits), the bits interleaved, so records near in the key are near in every QI."""
+    d = len(qi)
+    bits = max(1, min(10, 62 // d))
+    counts = eng.fetch_rows("SELECT " + ", ".join(f"count(DISTINCT {ident(q)})" for q in qi)
+                            + f" FROM {ident(relation)}")[1][0]
+    scaled = [f"CAST((dense_rank() OVER (ORDER BY {ident(q)}) - 1) * {2 ** bits} // {int(n) + 1} AS BIGINT)"
+              for q, n in zip(qi, counts)]
+    terms = [f"(({r}) // {2 ** b} % 2) * {2 ** (b * d + i)}" for b in range(bits) for i, r in enumerate(scaled)]
+    return "CAST(" + " + ".join(terms) + " AS BIGINT)"
 
 
 def _verify_anatomy(eng: Any, s: Any, qit: str, st: str, aux: str, qi: list[str], sensitive: str, models: list,

@@ -108,7 +108,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
               pseudonymize: str | Iterable[str] | None = None, secret_file: Any = None,
               progress: Callable[[dict[str, Any]], None] | None = None, risk: Any = None, public: str | None = None,
               series: str | None = None, key: str | None = None, composition: str | None = None,
-              m: int | None = None, spec_text: str | None = None, **params: Any) -> Release:
+              m: int | None = None, spec_text: str | None = None, source_name: str | None = None,
+              **params: Any) -> Release:
     """Anonymize ``source`` with ``method`` into ``out``; return the verified :class:`Release`.
 
     ``params`` holds the privacy models (``k``, ``l`` with ``l_variant``/``c``, ``t`` with
@@ -139,7 +140,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     written it is verified together with every earlier release of ``source`` in the ledger:
     ``composition`` "intersection" (default: every person keeps l values across all of them),
     "insert-only" (Byun et al. 2006: no record leaves) or "m-invariance" (with ``m``: Xiao & Tao
-    2007). A source with tracked releases in the ledger is always tracked."""
+    2007). A source with tracked releases in the ledger is always tracked. ``source_name``: the
+    source as the ledger names it, when ``source`` is a reduced copy (a spec's)."""
     from ..release.publish import RiskGate, risk_gate
     from ..risk.assess import Limits
 
@@ -153,8 +155,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     from ..release.ledger import tracking
 
     eng = connect(engine)
-    track = _tracking(eng, source, qi, sensitive, method, out, person, pseudonymize, secret_file, series, key,
-                      composition, m, spec_text, params, keep)
+    track = _tracking(eng, source_name or source, qi, sensitive, method, out, person, pseudonymize, secret_file,
+                      series, key, composition, m, spec_text, params, keep)
     with risk_gate(gate), tracking(track):
         if track is not None and method == "minvariant":
             from ..methods.invariant import invariant
@@ -431,7 +433,7 @@ def _series_args(sp: Spec) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if sp.series is not None or sp.key is not None or sp.method == "minvariant":
         out = {"series": se.get("name"), "key": sp.key, "composition": se.get("composition"), "m": se.get("m"),
-               "spec_text": sp.text}
+               "spec_text": sp.text, "source_name": sp.source}
     return out
 
 
