@@ -185,13 +185,13 @@ def test_pages_parse_into_runnable_steps():
     runs = [s for ss in steps.values() for s in ss if s.kind == "sh" and s.text.startswith("anonydb ")]
     shown = [s for ss in steps.values() for s in ss if s.expect]
     verbs = {s.text.split()[1] for s in runs}
-    assert {"check", "anonymize", "audit", "evaluate", "tradeoff", "release", "plan", "report"} <= verbs, verbs
+    assert {"check", "anonymize", "audit", "evaluate", "tradeoff", "release", "releases", "plan", "report"} <= verbs, verbs
     assert len(runs) >= 30 and len(shown) >= 15, (len(runs), len(shown))
     assert any("--db" in s.text for s in runs if s.text.split()[1] == "check")
     first = steps["README.md"][0]
     assert first.text.startswith("anonydb anonymize ../shared/datasets/adult/adult.csv")
     assert any(x.startswith("release release: 30162 rows in ") for x in first.expect)
-    assert [s.name for ss in steps.values() for s in ss if s.kind == "file"] == ["release.yaml"]
+    assert [s.name for ss in steps.values() for s in ss if s.kind == "file"] == ["monthly.yaml", "release.yaml"]
 
 
 def test_output_comparison_masks_timings_only():
