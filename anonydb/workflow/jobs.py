@@ -638,6 +638,13 @@ def plan_spec(spec: Spec | str | Path, *, db: str | None = None, full: bool = Fa
                 raise InputError(f"database file not found: {database!r}")
             eng.execute(f"ATTACH {literal(database)} AS anonydb_plan_src (READ_ONLY)")
             eng.execute(f"CREATE TABLE {ident(sp.source)} AS SELECT * FROM anonydb_plan_src.{ident(sp.source)}")
+            from ..release.ledger import TABLES
+
+            have = {r[0] for r in eng.fetch_rows("SELECT table_name FROM duckdb_tables() WHERE database_name = "
+                                                 "'anonydb_plan_src'")[1]}
+            for t in TABLES:  # a tracked release is planned as the next of its series
+                if t in have:
+                    eng.execute(f"CREATE TABLE {ident(t)} AS SELECT * FROM anonydb_plan_src.{ident(t)}")
             eng.execute("DETACH anonydb_plan_src")
         eng.log.clear()
         rel = run_spec(sp, engine=eng, write_files=False)
