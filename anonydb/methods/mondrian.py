@@ -46,8 +46,8 @@ from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
 from ..models import GroupContext, Model, NTCloseness, candidate_models
 from ..models.personalized import guard_columns
 from ..schema import is_numeric_type, kind_of_type, split_list
-from ..release.publish import (PERSON_COLUMN, Publication, tracked_column, tracked_key, constant_qis, kept_columns_break, publication_lines,
-                               pseudonymized, resolve_roles)
+from ..release.publish import (PERSON_COLUMN, Publication, constant_qis, kept_columns_break, publication_lines,
+                               pseudonymized, resolve_roles, tracked_column, tracked_key)
 from ..sources import open_source
 from ..sqlgen import ident, literal
 

@@ -278,7 +278,7 @@ def _refuse(t: Tracking, exp: Any, earlier: list[dict[str, Any]]) -> None:
                            f"written")
 
 
-def write(eng: Engine, t: Tracking, out_tables: dict[str, str], rows: int, report: Any) -> int:
+def write(eng: Engine, t: Tracking, out_tables: list[str], rows: int, report: Any) -> int:
     """Insert the entry of the release being committed, and its members, values and histories
     (called inside the swap's transaction). Returns its id."""
     st = t.staged
@@ -295,7 +295,7 @@ def write(eng: Engine, t: Tracking, out_tables: dict[str, str], rows: int, repor
         achieved[v.model] = {k: str(x) for k, x in (getattr(v, "achieved", {}) or {}).items()}
     spec = t.spec or ""
     entry = {"id": rid, "series": t.series, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-             "source": t.source, "method": t.method, "tables": json.dumps(out_tables, sort_keys=True),
+             "source": t.source, "method": t.method, "tables": json.dumps(out_tables),
              "spec_sha256": hashlib.sha256(spec.encode()).hexdigest(), "spec": spec,
              "columns": json.dumps(t.columns, sort_keys=True), "models": json.dumps(t.models, sort_keys=True, default=str),
              "achieved": json.dumps(achieved, sort_keys=True), "tracked": t.key, "tracked_kind": t.kind,

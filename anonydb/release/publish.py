@@ -561,7 +561,7 @@ class Publication:
             st0 = t.staged["stage"]
             rows = int(self.eng.scalar(f"SELECT count(*) FROM {ident(st0)}"))
             report = self.staged.get(st0)
-            outs = {f"part{i}" if len(pairs) > 1 else "release": out for i, (_, out) in enumerate(pairs)}
+            outs = [out for _, out in pairs]
 
             def then() -> None:
                 t.staged["id"] = ledger.write(self.eng, t, outs, rows, report)
