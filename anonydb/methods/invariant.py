@@ -128,9 +128,9 @@ def invariant(source: str, qi: str | Iterable[str], sensitive: str, *, out: str,
             earlier = [e for e in ledger.chain(eng, t, types[key]) if (e["sensitive"] or None) == sensitive]
             ids = ", ".join(str(int(e["id"])) for e in earlier)
             if ids:
-                seen = ledger.last_appearance(s, cur, "_adb_fp", [int(e["id"]) for e in earlier])
+                seen = ledger.last_appearance(s, cur, "_adb_fp", [int(e["id"]) for e in earlier], t.schema)
                 last = s.table(f"SELECT fp, release_id AS r, grp AS g FROM {ident(seen)}")
-                sig = s.table(f"SELECT v.release_id AS r, v.grp AS g, v.value FROM {ident(ledger.VALUES)} AS v "
+                sig = s.table(f"SELECT v.release_id AS r, v.grp AS g, v.value FROM {ledger.q(ledger.VALUES, t.schema)} AS v "
                               f"WHERE v.release_id IN ({ids}) AND EXISTS (SELECT 1 FROM {ident(last)} AS l "
                               f"WHERE l.r = v.release_id AND l.g = v.grp)")
             else:

@@ -77,6 +77,7 @@ class Tracking:
     models: dict[str, Any] = field(default_factory=dict)
     columns: dict[str, str] = field(default_factory=dict)  # published column -> role
     sensitive: str | None = None
+    schema: str | None = None  # the ledger's schema (default: the current one)
     #: filled by the Publication: the staged tables the entry is written from
     staged: dict[str, Any] = field(default_factory=dict)
 
@@ -109,27 +110,54 @@ def secret_id(secret: bytes) -> str:
 
 
 # --- reading -------------------------------------------------------------------------------------------
-def exists(eng: Engine) -> bool:
-    return LEDGER in eng.relations([LEDGER])
+def q(name: str, schema: str | None = None) -> str:
+    """A ledger table's name as SQL: in the current schema, or in ``schema`` (the user's)."""
+    return ident(name) if schema is None else f"{ident(schema)}.{ident(name)}"
 
 
-def _create(eng: Engine) -> None:
-    have = eng.relations(list(TABLES))
+def exists(eng: Engine, schema: str | None = None) -> bool:
+    if schema is None:
+        return LEDGER in eng.relations([LEDGER])
+    try:  # a schema the catalog helpers do not list: ask the table itself
+        eng.fetch_rows(f"SELECT 1 FROM {q(LEDGER, schema)} WHERE 1 = 0")
+        return True
+    except Exception:  # noqa: BLE001 - any engine's "no such table"
+        return False
+
+
+def _present(eng: Engine, schema: str | None = None) -> set[str]:
+    """The ledger tables that exist (probed outside any transaction: a failed probe would abort one)."""
+    if schema is None:
+        return set(eng.relations(list(TABLES)))
+    return {t for t in TABLES if _has(eng, t, schema)}
+
+
+def _create(eng: Engine, schema: str | None, have: set[str]) -> None:
+    if schema is not None and not have:
+        eng.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(schema)}")
     for t, cols in _DDL.items():
         if t not in have:
-            eng.execute(f"CREATE TABLE {ident(t)} ({', '.join(f'{ident(c)} {ty}' for c, ty in cols)})")
+            eng.execute(f"CREATE TABLE {q(t, schema)} ({', '.join(f'{ident(c)} {ty}' for c, ty in cols)})")
 
 
-def entries(eng: Engine, where: str = "") -> list[dict[str, Any]]:
+def _has(eng: Engine, table: str, schema: str) -> bool:
+    try:
+        eng.fetch_rows(f"SELECT 1 FROM {q(table, schema)} WHERE 1 = 0")
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def entries(eng: Engine, where: str = "", schema: str | None = None) -> list[dict[str, Any]]:
     """The ledger's rows (oldest first), as dicts; [] when the database has no ledger."""
-    if not exists(eng):
+    if not exists(eng, schema):
         return []
-    names, rows = eng.fetch_rows(f"SELECT {', '.join(ident(c) for c, _ in _ENTRY)} FROM {ident(LEDGER)} "
+    names, rows = eng.fetch_rows(f"SELECT {', '.join(ident(c) for c, _ in _ENTRY)} FROM {q(LEDGER, schema)} "
                                  f"{where} ORDER BY {ident('id')}")
     return [dict(zip([c for c, _ in _ENTRY], r)) for r in rows]
 
 
-def _digests(eng: Engine, ids: Iterable[int]) -> dict[int, str]:
+def _digests(eng: Engine, ids: Iterable[int], schema: str | None = None) -> dict[int, str]:
     """A digest of each release's members and values (counts, sums and extremes), for every
     release of ``ids`` in one scan of each table."""
     ids = [int(i) for i in ids]
@@ -137,10 +165,10 @@ def _digests(eng: Engine, ids: Iterable[int]) -> dict[int, str]:
         return {}
     w = f" WHERE release_id IN ({', '.join(map(str, ids))}) GROUP BY release_id"
     m = {r[0]: r[1:] for r in eng.fetch_rows(f"SELECT release_id, count(*), COALESCE(sum(grp), 0), "
-                                             f"COALESCE(sum(hist), 0), min(fp), max(fp) FROM {ident(MEMBERS)}{w}")[1]}
+                                             f"COALESCE(sum(hist), 0), min(fp), max(fp) FROM {q(MEMBERS, schema)}{w}")[1]}
     v = {r[0]: r[1:] for r in eng.fetch_rows(f"SELECT release_id, count(*), COALESCE(sum(n), 0), "
                                              f"COALESCE(sum(counterfeits), 0), COALESCE(sum(grp), 0), min(value), "
-                                             f"max(value) FROM {ident(VALUES)}{w}")[1]}
+                                             f"max(value) FROM {q(VALUES, schema)}{w}")[1]}
     empty_m, empty_v = (0, 0, 0, None, None), (0, 0, 0, 0, None, None)
     return {i: json.dumps([[str(x) for x in m.get(i, empty_m)], [str(x) for x in v.get(i, empty_v)]]) for i in ids}
 
@@ -155,9 +183,9 @@ def chain(eng: Engine, t: Tracking, key_type: str) -> list[dict[str, Any]]:
     """The earlier releases of ``t``'s source that track the same column (every series: views
     and sequential releases compose alike), each checked: its checksum under ``t``'s secret,
     the secret, the tracked column's type. Raises an InputError in one line otherwise."""
-    rows = [e for e in entries(eng) if e["source"] == t.source]
+    rows = [e for e in entries(eng, schema=t.schema) if e["source"] == t.source]
     sid = secret_id(t.secret)
-    digests = _digests(eng, [e["id"] for e in rows])
+    digests = _digests(eng, [e["id"] for e in rows], t.schema)
     out = []
     for e in rows:
         if e["secret_id"] != sid:
@@ -221,9 +249,10 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
                                  f"GROUP BY grp, value")
     ids = [e["id"] for e in earlier if (e["sensitive"] or None) == (t.sensitive or None)]
     with eng.scratch("ledger") as s:
-        if ids and exists(eng):
-            last = last_appearance(s, members, "fp", ids)
-            hist_values = HISTS
+        if ids:
+            last = last_appearance(s, members, "fp", ids, t.schema)
+            hist_values = s.table(f"SELECT release_id, hist, value FROM {q(HISTS, t.schema)} "
+                                  f"WHERE release_id IN ({', '.join(str(int(i)) for i in ids)})")
         else:
             last = s.table("SELECT CAST(NULL AS VARCHAR) AS fp, CAST(NULL AS BIGINT) AS release_id, "
                            "CAST(NULL AS BIGINT) AS hist WHERE 1 = 0")
@@ -235,7 +264,7 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
                                    t.m if t.mode == "m-invariance" else None)
         if t.mode == "insert-only" and ids:
             prev = max(ids)
-            gone = int(eng.scalar(f"SELECT count(*) FROM {ident(MEMBERS)} AS m WHERE m.release_id = {prev} AND "
+            gone = int(eng.scalar(f"SELECT count(*) FROM {q(MEMBERS, t.schema)} AS m WHERE m.release_id = {prev} AND "
                                   f"NOT EXISTS (SELECT 1 FROM {ident(members)} AS c WHERE c.fp = m.fp)"))
             if gone:
                 raise AnonyDBError(f"composed verification failed: {gone} records of ledger release {prev} are gone, "
@@ -243,17 +272,17 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
         _refuse(t, exp, earlier)
         pub.side(stage, "lh", f"SELECT fp, grp, hist FROM {ident(tagged)}")
         pub.side(stage, "lhv", f"SELECT DISTINCT hist, value FROM {ident(hv)}")
-    t.staged = {"stage": stage, "members": members, "values": vals, "tagged": pub.sides[stage]["lh"],
+    t.staged = {"have": _present(eng, t.schema), "stage": stage, "members": members, "values": vals, "tagged": pub.sides[stage]["lh"],
                 "hists": pub.sides[stage]["lhv"], "key_type": key_type, "exposure": exp,
                 "earlier": [e["id"] for e in earlier]}
 
 
-def last_appearance(s: Any, relation: str, fp: str, ids: list[int]) -> str:
+def last_appearance(s: Any, relation: str, fp: str, ids: list[int], schema: str | None = None) -> str:
     """A scratch table (fp, release_id, grp, hist): for every fingerprint of ``relation`` (column
     ``fp``) its last release among ``ids`` and its group and history there."""
     inlist = ", ".join(str(int(i)) for i in ids)
-    return s.table(f"SELECT x.fp, x.release_id, x.grp, x.hist FROM {ident(MEMBERS)} AS x JOIN "
-                   f"(SELECT m.fp, max(m.release_id) AS r FROM {ident(MEMBERS)} AS m JOIN {ident(relation)} AS c "
+    return s.table(f"SELECT x.fp, x.release_id, x.grp, x.hist FROM {q(MEMBERS, schema)} AS x JOIN "
+                   f"(SELECT m.fp, max(m.release_id) AS r FROM {q(MEMBERS, schema)} AS m JOIN {ident(relation)} AS c "
                    f"ON c.{ident(fp)} = m.fp WHERE m.release_id IN ({inlist}) GROUP BY m.fp) AS y "
                    f"ON y.fp = x.fp AND y.r = x.release_id")
 
@@ -282,11 +311,12 @@ def write(eng: Engine, t: Tracking, out_tables: list[str], rows: int, report: An
     """Insert the entry of the release being committed, and its members, values and histories
     (called inside the swap's transaction). Returns its id."""
     st = t.staged
-    _create(eng)
-    rid = int(eng.scalar(f"SELECT COALESCE(max({ident('id')}), 0) + 1 FROM {ident(LEDGER)}"))
-    eng.execute(f"INSERT INTO {ident(MEMBERS)} SELECT {rid}, fp, grp, hist FROM {ident(st['tagged'])}")
-    eng.execute(f"INSERT INTO {ident(VALUES)} SELECT {rid}, grp, value, n, counterfeits FROM {ident(st['values'])}")
-    eng.execute(f"INSERT INTO {ident(HISTS)} SELECT {rid}, hist, value FROM {ident(st['hists'])}")
+    sc = t.schema
+    _create(eng, sc, st["have"])
+    rid = int(eng.scalar(f"SELECT COALESCE(max({ident('id')}), 0) + 1 FROM {q(LEDGER, sc)}"))
+    eng.execute(f"INSERT INTO {q(MEMBERS, sc)} SELECT {rid}, fp, grp, hist FROM {ident(st['tagged'])}")
+    eng.execute(f"INSERT INTO {q(VALUES, sc)} SELECT {rid}, grp, value, n, counterfeits FROM {ident(st['values'])}")
+    eng.execute(f"INSERT INTO {q(HISTS, sc)} SELECT {rid}, hist, value FROM {ident(st['hists'])}")
     counts = eng.fetch_rows(f"SELECT count(*), count(DISTINCT grp), COALESCE(sum(counterfeits), 0) "
                             f"FROM {ident(st['values'])}")[1][0]
     members = int(eng.scalar(f"SELECT count(*) FROM {ident(st['tagged'])}"))
@@ -302,17 +332,17 @@ def write(eng: Engine, t: Tracking, out_tables: list[str], rows: int, report: An
              "tracked_type": st["key_type"], "sensitive": t.sensitive, "mode": t.mode, "m": t.m, "rows": int(rows),
              "members": members, "groups": int(counts[1]), "counterfeits": int(counts[2]),
              "secret_id": secret_id(t.secret)}
-    entry["checksum"] = _checksum(t.secret, entry, _digests(eng, [rid])[rid])
-    eng.execute(f"INSERT INTO {ident(LEDGER)} ({', '.join(ident(c) for c, _ in _ENTRY)}) VALUES ("
+    entry["checksum"] = _checksum(t.secret, entry, _digests(eng, [rid], sc)[rid])
+    eng.execute(f"INSERT INTO {q(LEDGER, sc)} ({', '.join(ident(c) for c, _ in _ENTRY)}) VALUES ("
                 + ", ".join("NULL" if entry[c] is None else (str(int(entry[c])) if ty == "BIGINT" else literal(entry[c]))
                             for c, ty in _ENTRY) + ")")
     return rid
 
 
-def drop(eng: Engine, ids: Iterable[int]) -> list[int]:
+def drop(eng: Engine, ids: Iterable[int], schema: str | None = None) -> list[int]:
     """Remove ledger entries (on request only) with their members, values and histories."""
     gone = []
-    have = {e["id"] for e in entries(eng)}
+    have = {e["id"] for e in entries(eng, schema=schema)}
     for i in ids:
         if int(i) not in have:
             raise InputError(f"no ledger release {i}; `anonydb releases` lists them")
@@ -321,7 +351,7 @@ def drop(eng: Engine, ids: Iterable[int]) -> list[int]:
         for i in ids:
             for t in (MEMBERS, VALUES, HISTS, LEDGER):
                 col = "id" if t == LEDGER else "release_id"
-                eng.execute(f"DELETE FROM {ident(t)} WHERE {ident(col)} = {int(i)}")
+                eng.execute(f"DELETE FROM {q(t, schema)} WHERE {ident(col)} = {int(i)}")
             gone.append(int(i))
         eng.execute("COMMIT")
     except BaseException:
@@ -330,4 +360,4 @@ def drop(eng: Engine, ids: Iterable[int]) -> list[int]:
     return gone
 
 
-__all__ = ["LEDGER", "MODES", "Tracking", "chain", "current", "drop", "entries", "stage_members", "tracking", "write"]
+__all__ = ["LEDGER", "MODES", "q", "Tracking", "chain", "current", "drop", "entries", "stage_members", "tracking", "write"]

@@ -344,6 +344,8 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--secret-file", metavar="PATH",
                    help="the pseudonyms' key: the file's bytes (one trailing newline dropped), at least 16; never stored")
     a.add_argument("--series", metavar="NAME", help="the ledger's series of this release (default: --out)")
+    a.add_argument("--ledger-schema", metavar="SCHEMA",
+                   help="the schema holding the ledger (default: the database's current one; created if missing)")
     a.add_argument("--composition", choices=("intersection", "insert-only", "m-invariance"),
                    help="how the releases of the source compose: every person keeps l values across them "
                         "(intersection, default), insert-only (Byun et al. 2006: no record leaves) or m-invariance")
@@ -387,6 +389,7 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--db", help=DB_HELP)
     ls.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     ls.add_argument("--series", metavar="NAME", help="only this series")
+    ls.add_argument("--ledger-schema", metavar="SCHEMA", help="the schema holding the ledger (default: the current one)")
     ls.add_argument("--drop", type=int, action="append", metavar="ID",
                     help="remove this entry (and its fingerprints) from the ledger; the released tables stay")
     ls.add_argument("--json", action="store_true", help="print the entries as JSON")
@@ -689,7 +692,8 @@ def _anonymize(args: argparse.Namespace) -> int:
     if (args.pseudonymize or args.secret_file) and args.method in ("slicing", "injector"):
         raise InputError(f"--pseudonymize: --method {args.method} publishes only its quasi-identifiers and the "
                          f"sensitive attribute")
-    tracked = args.key or args.series or args.composition or args.m is not None or args.method == "minvariant"
+    tracked = args.key or args.series or args.composition or args.m is not None or args.method == "minvariant" \
+        or args.ledger_schema
     if args.secret_file and not args.pseudonymize and not tracked:
         raise InputError("--secret-file keys the pseudonyms (or a series' fingerprints): give --pseudonymize COLS "
                          "or --key COL as well")
@@ -712,7 +716,8 @@ def _anonymize(args: argparse.Namespace) -> int:
         track = _tracking(engine, args.source, args.qi, args.sensitive, args.method, args.out, args.person,
                           args.pseudonymize, args.secret_file, args.series, args.key, args.composition, args.m,
                           "anonydb " + " ".join(sys.argv[1:]), {"l": _int_if_whole(args.l), "k": args.k,
-                                                                 "varying": args.varying_qis}, args.keep)
+                                                                 "varying": args.varying_qis}, args.keep,
+                          args.ledger_schema)
     except BaseException:
         engine.close()
         raise
@@ -1276,10 +1281,10 @@ def _releases(args: argparse.Namespace) -> int:
     engine = _engine_for(args)
     try:
         if args.drop:
-            gone = ledger.drop(engine, args.drop)
+            gone = ledger.drop(engine, args.drop, args.ledger_schema)
             print(f"dropped ledger release(s) {', '.join(map(str, gone))} (the released tables stay)")
             return 0
-        rows = ledger.entries(engine)
+        rows = ledger.entries(engine, schema=args.ledger_schema)
         if args.series:
             rows = [r for r in rows if r["series"] == args.series]
     finally:

@@ -109,7 +109,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
               progress: Callable[[dict[str, Any]], None] | None = None, risk: Any = None, public: str | None = None,
               series: str | None = None, key: str | None = None, composition: str | None = None,
               m: int | None = None, spec_text: str | None = None, source_name: str | None = None,
-              **params: Any) -> Release:
+              ledger_schema: str | None = None, **params: Any) -> Release:
     """Anonymize ``source`` with ``method`` into ``out``; return the verified :class:`Release`.
 
     ``params`` holds the privacy models (``k``, ``l`` with ``l_variant``/``c``, ``t`` with
@@ -140,7 +140,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     written it is verified together with every earlier release of ``source`` in the ledger:
     ``composition`` "intersection" (default: every person keeps l values across all of them),
     "insert-only" (Byun et al. 2006: no record leaves) or "m-invariance" (with ``m``: Xiao & Tao
-    2007). A source with tracked releases in the ledger is always tracked. ``source_name``: the
+    2007). A source with tracked releases in the ledger is always tracked. ``ledger_schema``: the
+    schema holding the ledger (default: the current one; created if missing). ``source_name``: the
     source as the ledger names it, when ``source`` is a reduced copy (a spec's)."""
     from ..release.publish import RiskGate, risk_gate
     from ..risk.assess import Limits
@@ -156,7 +157,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
 
     eng = connect(engine)
     track = _tracking(eng, source_name or source, qi, sensitive, method, out, person, pseudonymize, secret_file,
-                      series, key, composition, m, spec_text, params, keep)
+                      series, key, composition, m, spec_text, params, keep, ledger_schema)
     with risk_gate(gate), tracking(track):
         if track is not None and method == "minvariant":
             from ..methods.invariant import invariant
@@ -177,7 +178,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
 
 def _tracking(eng: Engine, source: str, qi: Any, sensitive: str | None, method: str, out: str, person: str | None,
               pseudonymize: Any, secret_file: Any, series: str | None, key: str | None, composition: str | None,
-              m: int | None, spec_text: str | None, params: dict[str, Any], keep: Any) -> Any:
+              m: int | None, spec_text: str | None, params: dict[str, Any], keep: Any,
+              schema: str | None = None) -> Any:
     """The ledger's :class:`~anonydb.release.ledger.Tracking` of this release, or None when it is
     not tracked (no key, no series, and no tracked release of ``source`` in the ledger)."""
     from ..pseudonyms import load_key
@@ -185,7 +187,7 @@ def _tracking(eng: Engine, source: str, qi: Any, sensitive: str | None, method: 
 
     asked = series is not None or key is not None or composition is not None or m is not None \
         or method == "minvariant"
-    earlier = [e for e in ledger.entries(eng) if e["source"] == str(source)] if ledger.exists(eng) else []
+    earlier = [e for e in ledger.entries(eng, schema=schema) if e["source"] == str(source)]
     if not asked and not earlier:
         return None
     if key is not None and person is not None and key != person:
@@ -223,7 +225,7 @@ def _tracking(eng: Engine, source: str, qi: Any, sensitive: str | None, method: 
     return ledger.Tracking(key=col, kind="person" if person is not None else "key", secret=k, series=series or out,
                            mode=mode, m=m, l=ls if isinstance(ls, int) and not isinstance(ls, bool) else None,
                            spec=spec_text or "", source=str(source), method=method, models=models, columns=roles,
-                           sensitive=sensitive)
+                           sensitive=sensitive, schema=schema)
 
 
 def _anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, method: str, out: str,
@@ -433,7 +435,7 @@ def _series_args(sp: Spec) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if sp.series is not None or sp.key is not None or sp.method == "minvariant":
         out = {"series": se.get("name"), "key": sp.key, "composition": se.get("composition"), "m": se.get("m"),
-               "spec_text": sp.text, "source_name": sp.source}
+               "spec_text": sp.text, "source_name": sp.source, "ledger_schema": se.get("schema")}
     return out
 
 

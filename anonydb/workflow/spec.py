@@ -57,7 +57,7 @@ FORMATS = ("duckdb", "parquet", "csv")
 TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed", "secret_file",
        "linked", "risk", "public", "series")
 #: series: the ledger's series of a tracked release (anonydb.release.ledger)
-SERIES = ("name", "composition", "m")
+SERIES = ("name", "composition", "m", "schema")
 
 
 class SpecError(InputError):
@@ -372,15 +372,17 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
 
 
 def _series(ck: _Checker, v: Any) -> dict[str, Any] | None:
-    """``series:`` a name, or {name, composition: intersection | insert-only | m-invariance, m}."""
+    """``series:`` a name, or {name, composition: intersection | insert-only | m-invariance, m, schema}
+    (schema: where the ledger lives, default the database's current schema)."""
     at = ("series",)
     if isinstance(v, str):
         return {"name": v}
     if not ck.keys(v, at, SERIES):
         return None
     out: dict[str, Any] = {}
-    if "name" in v and ck.typed(v["name"], at + ("name",), (str,), "a series name"):
-        out["name"] = v["name"]
+    for k_ in ("name", "schema"):
+        if k_ in v and ck.typed(v[k_], at + (k_,), (str,), f"a {'series' if k_ == 'name' else 'schema'} name"):
+            out[k_] = v[k_]
     if "composition" in v:
         if v["composition"] not in ("intersection", "insert-only", "m-invariance"):
             ck.bad(at + ("composition",), f"expected intersection, insert-only or m-invariance, got "
