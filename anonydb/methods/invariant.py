@@ -61,9 +61,12 @@ class InvariantResult:
     report: Any
     utility: dict[str, Any] = field(default_factory=dict)
     order: str = ""
+    mode: str = "m-invariance"  # the series' composition
 
     def format(self) -> str:
-        lines = [f"m-invariant release (m = {self.m}, {self.form}): {self.rows} records ({self.persistent} persistent, "
+        what = f"m-invariant release (m = {self.m}" if self.mode == "m-invariance" else \
+            f"next release of the series (groups keep their values, new groups of {self.m}"
+        lines = [f"{what}, {self.form}): {self.rows} records ({self.persistent} persistent, "
                  f"{self.new} new) in {self.groups} groups, {self.counterfeits} counterfeits -> "
                  f"{', '.join(self.tables.values())} in {self.seconds:.2f} s"]
         u = self.utility
@@ -80,23 +83,34 @@ def invariant(source: str, qi: str | Iterable[str], sensitive: str, *, out: str,
               keep: Any = None, identifiers: Any = None, compare: bool = True, **params: Any) -> InvariantResult:
     """Write the next m-invariant release of ``source`` (see the module docstring). Needs an active
     :class:`~anonydb.release.ledger.Tracking` (series, tracked key, secret, ``m``); ``params``
-    holds further models to verify (``k``, ``l``). ``compare``: also build an independent Mondrian
+    holds further models to verify (``k``, ``l``). In a series composed by intersection (not
+    m-invariant) the same steps continue it: the earlier groups keep their values (padded with
+    counterfeits of their own values up to k), new groups hold max(k, l) different values. ``compare``: also build an independent Mondrian
     release of the same models (never written) and report both utilities."""
     t0 = time.perf_counter()
     t = ledger.current()
-    if t is None or t.mode != "m-invariance":
-        raise InputError("minvariant writes the next release of an m-invariant series: give the series, the tracked "
-                         "key and m (composition m-invariance)")
+    if t is None:
+        raise InputError("minvariant writes the next release of a series: give the series, the tracked key and m "
+                         "(composition m-invariance)")
     if form not in FORMS:
         raise InputError(f"form must be one of {', '.join(FORMS)}, got {form!r}")
     if keep:
         raise InputError("minvariant publishes the QIs and the sensitive attribute only: no kept columns")
     if not sensitive:
         raise InputError("m-invariance needs a sensitive attribute (--sensitive)")
-    m = int(t.m)
+    ks = [v for v in (params.get("k"), params.get("l"), t.l) if isinstance(v, int) and not isinstance(v, bool)]
+    if t.mode == "m-invariance":
+        m = int(t.m)
+        if params.get("k") is not None and params["k"] > m:
+            raise InputError(f"k = {params['k']} > m = {m}: an m-invariant group holds m records of m different "
+                             f"values; raise m or lower k")
+    else:  # a continuation: the groups keep their values; new groups of max(k, l) different values
+        m = max(ks + [2])
+    pad = int(params.get("k") or 0) if t.mode != "m-invariance" else 0
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
-    models = build_models(**{"l": m, **{k: v for k, v in params.items() if v is not None}})
+    models = build_models(**{"l": m if t.mode == "m-invariance" else min(ks + [m]),
+                             **{k: v for k, v in params.items() if v is not None}})
     targets = [out, f"{out}_counterfeits"] if form == "generalized" else [f"{out}_qit", f"{out}_st",
                                                                           f"{out}_counterfeits"]
     with Publication(eng, targets, replace, sources=[source], seed=seed) as pub:
@@ -186,6 +200,15 @@ def invariant(source: str, qi: str | Iterable[str], sensitive: str, *, out: str,
                          f"(PARTITION BY sh.b ORDER BY d.n DESC, d.value) AS rn FROM {ident(short)} AS sh "
                          f"CROSS JOIN {ident(domain)} AS d WHERE NOT EXISTS (SELECT 1 FROM {ident(held)} AS x "
                          f"WHERE x.b = sh.b AND x.value = d.value)) AS y WHERE rn <= {m} - size")
+            if pad:  # a continuation: an earlier group that lost records is padded to k with its own values
+                need = s.table(f"SELECT b, {pad} - count(*) AS need FROM (SELECT b FROM {ident(held)} WHERE b <= {nb} "
+                               f"UNION ALL SELECT b FROM {ident(cf)} WHERE b <= {nb}) AS x GROUP BY b "
+                               f"HAVING count(*) < {pad}")
+                cf = s.table(f"SELECT b, value FROM {ident(cf)} UNION ALL SELECT b, value FROM (SELECT n.b, x.value, "
+                             f"n.need, row_number() OVER (PARTITION BY n.b ORDER BY r.i, x.value) AS rn FROM {ident(need)} "
+                             f"AS n JOIN (SELECT DISTINCT o.b, v.value FROM {ident(old)} AS o JOIN {ident(sig)} AS v "
+                             f"ON v.r = o.r AND v.g = o.g) AS x ON x.b = n.b CROSS JOIN range({pad}) AS r(i)) AS y "
+                             f"WHERE rn <= need")
             # group ids in a keyed order: an id says nothing of a group's age
             gid = s.table(f"SELECT b, CAST(row_number() OVER (ORDER BY md5_number(CAST(b AS VARCHAR) || "
                           f"{literal(order.key)}), b) AS BIGINT) AS gid FROM (SELECT DISTINCT b FROM {ident(assign)}) "
@@ -258,7 +281,8 @@ def invariant(source: str, qi: str | Iterable[str], sensitive: str, *, out: str,
         pub.commit(pairs)
     return InvariantResult(table=tables.get("release", tables.get("qit")), tables=tables, rows=int(n), groups=groups,
                            counterfeits=ncf, persistent=persistent, new=int(n) - persistent, m=m, form=form,
-                           seconds=time.perf_counter() - t0, report=report, utility=utility, order=order.describe())
+                           seconds=time.perf_counter() - t0, report=report, utility=utility, order=order.describe(),
+                           mode=t.mode)
 
 
 #: new records are dealt in windows of this many times m consecutive records in Z-order

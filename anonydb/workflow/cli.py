@@ -710,7 +710,7 @@ def _anonymize(args: argparse.Namespace) -> int:
     import sys
 
     from ..release.ledger import tracking
-    from .jobs import _tracking
+    from .jobs import _tracking, continues
 
     try:
         track = _tracking(engine, args.source, args.qi, args.sensitive, args.method, args.out, args.person,
@@ -722,6 +722,8 @@ def _anonymize(args: argparse.Namespace) -> int:
         engine.close()
         raise
     with tracking(track):
+        if continues(track, args.method, args.sensitive):  # the next release of the series
+            return _minvariant(args, engine, track)
         code = _dispatch(args, engine, hierarchies, kinds, progress)
     if track is not None and track.staged.get("id") is not None and not args.json:
         print(f"  ledger: release {track.staged['id']} of series {track.series!r}, verified together with "
@@ -735,8 +737,6 @@ def _dispatch(args: argparse.Namespace, engine: Any, hierarchies: dict, kinds: d
 
     from ..methods import anonymize
 
-    if args.method == "minvariant":
-        return _minvariant(args, engine)
     if args.method == "slicing":
         return _slicing(args, engine, hierarchies, progress)
     if args.method == "anatomy":
@@ -1248,21 +1248,30 @@ def _audit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _minvariant(args: argparse.Namespace, engine) -> int:
+def _minvariant(args: argparse.Namespace, engine, track: Any) -> int:
+    """The next release of a series (--method minvariant, or mondrian/anatomy continuing one)."""
     import json
 
     from ..methods.invariant import invariant
 
-    others = [f"--{n.replace('_', '-')}" for n in ("t", "n", "alpha", "delta", "hierarchy", "keep", "person")
-              if getattr(args, n)]
+    others = [f"--{n.replace('_', '-')}" for n in ("t", "n", "alpha", "delta", "keep", "person")
+              if getattr(args, n)] + (["--hierarchy"] if args.hierarchy and args.method == "minvariant" else [])
     if others:
-        raise InputError(f"--method minvariant takes --key, --m (and --k, --l to verify), --form; not {', '.join(others)}")
+        engine.close()
+        raise InputError(f"the next release of series {track.series!r} (minvariant) takes --k, --l and --m; "
+                         f"not {', '.join(others)}")
+    form = "anatomy" if args.method == "anatomy" else args.form
     try:
-        result = invariant(args.source, args.qi, args.sensitive, out=args.out, engine=engine, form=args.form,
+        result = invariant(args.source, args.qi, args.sensitive, out=args.out, engine=engine, form=form,
                            replace=args.replace, seed=args.seed, identifiers=args.identifiers,
                            **({"k": args.k} if args.k else {}), **({"l": _int_if_whole(args.l)} if args.l else {}))
     finally:
         engine.close()
+    if track.staged.get("id") is not None and not args.json:
+        print(result.format())
+        print(f"  ledger: release {track.staged['id']} of series {track.series!r}, verified together with "
+              f"{len(track.staged.get('earlier', []))} earlier release(s) of {track.source}")
+        return 0
     if args.json:
         print(json.dumps({"tables": result.tables, "rows": result.rows, "groups": result.groups,
                           "counterfeits": result.counterfeits, "persistent": result.persistent, "new": result.new,

@@ -159,11 +159,14 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     track = _tracking(eng, source_name or source, qi, sensitive, method, out, person, pseudonymize, secret_file,
                       series, key, composition, m, spec_text, params, keep, ledger_schema)
     with risk_gate(gate), tracking(track):
-        if track is not None and method == "minvariant":
+        if continues(track, method, sensitive):
             from ..methods.invariant import invariant
 
+            opts = {k_: v for k_, v in params.items() if k_ in ("k", "l", "form") and v is not None}
+            if method == "anatomy":
+                opts["form"] = "anatomy"
             r = invariant(source, split_list(qi, "quasi-identifiers"), sensitive, out=out, engine=eng,
-                          replace=replace, seed=seed, keep=keep, identifiers=identifiers, **params)
+                          replace=replace, seed=seed, keep=keep, identifiers=identifiers, **opts)
             track.staged.setdefault("id", None)
             return Release(method=method, table=r.table, tables=r.tables, qi=split_list(qi, "quasi-identifiers"),
                            sensitive=sensitive, rows=r.rows, seconds=r.seconds, report=r.report, result=r, engine=eng)
@@ -174,6 +177,19 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
         if track is not None:
             rel.ledger = track.staged.get("id")
         return rel
+
+
+def continues(track: Any, method: str, sensitive: str | None) -> bool:
+    """Whether a tracked release is written as the next release of its series
+    (:func:`anonydb.methods.invariant.invariant`): always with minvariant; with mondrian and anatomy
+    when the series is m-invariant, or the source has earlier releases of the same sensitive
+    attribute (an independent release would be judged against them, and usually refused)."""
+    if track is None:
+        return False
+    if method == "minvariant":
+        return True
+    return method in ("mondrian", "anatomy") and sensitive is not None and track.kind == "key" and (
+        track.mode == "m-invariance" or track.sensitive in track.staged.get("earlier_sensitive", ()))
 
 
 def _tracking(eng: Engine, source: str, qi: Any, sensitive: str | None, method: str, out: str, person: str | None,
@@ -222,10 +238,12 @@ def _tracking(eng: Engine, source: str, qi: Any, sensitive: str | None, method: 
     roles = {**{q: "quasi-identifier" for q in qi_cols}, **({sensitive: "sensitive"} if sensitive else {}),
              **{c: "kept" for c in split_list(keep, "keep")}}
     models = {k_: v for k_, v in params.items() if k_ in MODEL_PARAMS and v is not None}
-    return ledger.Tracking(key=col, kind="person" if person is not None else "key", secret=k, series=series or out,
-                           mode=mode, m=m, l=ls if isinstance(ls, int) and not isinstance(ls, bool) else None,
-                           spec=spec_text or "", source=str(source), method=method, models=models, columns=roles,
-                           sensitive=sensitive, schema=schema)
+    t = ledger.Tracking(key=col, kind="person" if person is not None else "key", secret=k, series=series or out,
+                        mode=mode, m=m, l=ls if isinstance(ls, int) and not isinstance(ls, bool) else None,
+                        spec=spec_text or "", source=str(source), method=method, models=models, columns=roles,
+                        sensitive=sensitive, schema=schema)
+    t.staged["earlier_sensitive"] = {e["sensitive"] for e in earlier if e["tracked"] == col}
+    return t
 
 
 def _anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, method: str, out: str,
