@@ -304,7 +304,7 @@ def _refuse(t: Tracking, exp: Any, earlier: list[dict[str, Any]]) -> None:
         l = t.m if t.mode == "m-invariance" else t.l
         raise AnonyDBError(f"composed verification failed: read with {name}, {exp.exposed} {who} are left with "
                            f"fewer than {l} possible sensitive values (as few as {exp.min_values}); nothing was "
-                           f"written")
+                           f"written (--method minvariant continues the earlier groups)")
 
 
 def write(eng: Engine, t: Tracking, out_tables: list[str], rows: int, report: Any) -> int:

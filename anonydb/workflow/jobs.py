@@ -182,14 +182,20 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
 def continues(track: Any, method: str, sensitive: str | None) -> bool:
     """Whether a tracked release is written as the next release of its series
     (:func:`anonydb.methods.invariant.invariant`): always with minvariant; with mondrian and anatomy
-    when the series is m-invariant, or the source has earlier releases of the same sensitive
-    attribute (an independent release would be judged against them, and usually refused)."""
+    when the series already has releases of the same sensitive attribute (a re-run: a release
+    partitioned anew would be judged against them, and usually refused), or begins m-invariant
+    (Mondrian's classes are not m-unique). A new
+    series of the source (another projection) is written as asked and judged with the earlier
+    releases: refused if it would enable the join attack (--method minvariant continues it)."""
     if track is None:
         return False
     if method == "minvariant":
         return True
-    return method in ("mondrian", "anatomy") and sensitive is not None and track.kind == "key" and (
-        track.mode == "m-invariance" or track.sensitive in track.staged.get("earlier_sensitive", ()))
+    if method not in ("mondrian", "anatomy") or sensitive is None or track.kind != "key":
+        return False
+    if track.sensitive in track.staged.get("series_sensitive", ()):
+        return True  # a re-run of the series
+    return track.mode == "m-invariance" and not track.staged.get("source_earlier")  # an m-invariant series begins
 
 
 def _tracking(eng: Engine, source: str, qi: Any, sensitive: str | None, method: str, out: str, person: str | None,
@@ -227,10 +233,10 @@ def _tracking(eng: Engine, source: str, qi: Any, sensitive: str | None, method: 
     if origin == "fresh":
         raise InputError(f"a tracked release needs the publisher's secret ({option('secret-file')} FILE or "
                          f"$ANONYDB_SECRET): a fresh key would match no later release")
-    mode = composition or ("m-invariance" if m is not None or method == "minvariant" else None)
-    if mode is None:
-        modes = [e["mode"] for e in earlier if e["series"] == (series or out)]
-        mode = modes[-1] if modes else "intersection"
+    mode = composition or ("m-invariance" if m is not None else None)
+    if mode is None:  # the series' own, else the source's latest, else m-invariance for minvariant
+        modes = [e["mode"] for e in earlier if e["series"] == (series or out)] or [e["mode"] for e in earlier]
+        mode = modes[-1] if modes else ("m-invariance" if method == "minvariant" else "intersection")
     if mode == "m-invariance" and m is None:
         m = next((int(e["m"]) for e in reversed(earlier) if e["m"] is not None), params.get("l"))
     ls = params.get("l")
@@ -242,7 +248,8 @@ def _tracking(eng: Engine, source: str, qi: Any, sensitive: str | None, method: 
                         mode=mode, m=m, l=ls if isinstance(ls, int) and not isinstance(ls, bool) else None,
                         spec=spec_text or "", source=str(source), method=method, models=models, columns=roles,
                         sensitive=sensitive, schema=schema)
-    t.staged["earlier_sensitive"] = {e["sensitive"] for e in earlier if e["tracked"] == col}
+    t.staged["series_sensitive"] = {e["sensitive"] for e in earlier if e["tracked"] == col and e["series"] == t.series}
+    t.staged["source_earlier"] = bool(earlier)
     return t
 
 
