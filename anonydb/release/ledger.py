@@ -293,11 +293,12 @@ def _refuse(t: Tracking, exp: Any, earlier: list[dict[str, Any]]) -> None:
     if exp.not_unique:
         raise AnonyDBError(f"composed verification failed: {exp.not_unique} groups are not {t.m}-unique (fewer than "
                            f"{t.m} values, or a value repeated), so the series {t.series!r} is not {t.m}-invariant; "
-                           f"nothing was written")
+                           f"nothing was written (--method minvariant writes m-unique groups)")
     if exp.changed:
         raise AnonyDBError(f"composed verification failed: {exp.changed} {who} present in earlier releases of "
                            f"{t.source} are in a group whose sensitive values differ from their earlier groups', "
-                           f"so the series {t.series!r} is not {t.m}-invariant; nothing was written")
+                           f"so the series {t.series!r} is not {t.m}-invariant; nothing was written (--method "
+                           f"minvariant continues the earlier groups)")
     if exp.exposed:
         e = next((x for x in earlier if x["id"] == exp.worst_release), None)
         name = f"ledger release {exp.worst_release}" + (f" (series {e['series']!r}, {e['created']})" if e else "")
