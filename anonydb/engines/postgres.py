@@ -33,7 +33,7 @@ GROUP BY ALL                           GROUP BY the positions of the non-aggrega
 arg_max(x, y) / arg_min(x, y)          (array_agg(x ORDER BY y DESC|ASC, x) FILTER (WHERE y IS
                                        NOT NULL))[1]; a list [a, b] picks each element alike
 any_value(x) (PostgreSQL 16+ only)     min(x): anonydb takes it of per-group constants
-md5_number(s) (keyed row order)        the first 64 bits of md5(s) as BIGINT (key stays inlined,
+md5_number(s) (keyed row order)        a BIGINT of md5(s) sorting as DuckDB's (key stays inlined,
                                        redacted from logs); orders differ from DuckDB's
 hash(x), hash(xor(hash(x), k))         64 bits of md5(CAST(x AS TEXT) [|| '/' || k]) (x may be a
                                        whole row); h >> n masked to the unsigned shift
@@ -275,8 +275,14 @@ def _rw_any_value(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-#: the first 64 bits of md5(text) as a BIGINT: PostgreSQL's stand-in for DuckDB's hash() and md5_number()
+#: the first 64 bits of md5(text) as a BIGINT: PostgreSQL's stand-in for DuckDB's hash()
 _MD5_64 = "CAST(CAST('x' || substr(md5({}), 1, 16) AS BIT(64)) AS BIGINT)"
+#: DuckDB's md5_number(s) is the md5 digest read as a little-endian 128-bit unsigned integer; its
+#: order is that of the digest's last 8 bytes in reverse, as an unsigned 64-bit integer: those
+#: bytes reversed as a BIGINT with its sign bit flipped (signed order = unsigned order) sort as
+#: DuckDB's (ties, 2^-64 apart, aside). Every caller orders by it.
+_MD5_ORDER = ("(CAST(CAST('x' || regexp_replace(substr(md5({}), 17, 16), '(..)(..)(..)(..)(..)(..)(..)(..)', "
+              "'\\8\\7\\6\\5\\4\\3\\2\\1') AS BIT(64)) AS BIGINT) # (-9223372036854775807 - 1))")
 
 
 def _anon(e: exp.Expression | None, name: str) -> bool:
@@ -298,14 +304,15 @@ def _rw_hashes(tree: exp.Expression) -> exp.Expression:
     """DuckDB's hash() and md5_number() -> 64 bits of PostgreSQL's md5 (the orders differ from
     DuckDB's, and stay as unpredictable: a release's order key is inlined into the hashed text):
 
-    * md5_number(s) (a release's keyed row order) -> the first 64 bits of md5(s), a BIGINT;
+    * md5_number(s) (a release's keyed row order) -> a BIGINT of md5(s) in DuckDB's order
+      (:data:`_MD5_ORDER`): a seeded release orders its rows, and numbers its groups, as on DuckDB;
     * hash(xor(hash(x), CAST(k AS UBIGINT))) (the ``rand`` macro, keyed draws) -> the same of
       CAST(x AS TEXT) || '/' || k; hash(x) -> the same of CAST(x AS TEXT) (x may be a whole row);
     * h >> n of such a hash (``unif``: a uniform in [0, 1)) -> (h >> n) & (2^(64-n) - 1), the
       shift of the unsigned 64-bit value DuckDB's UBIGINT holds (BIGINT shifts keep the sign)."""
     for fn in list(tree.find_all(exp.Anonymous)):
         if fn.name.lower() == "md5_number" and len(fn.expressions) == 1:
-            fn.replace(_pg(_MD5_64.format(fn.expressions[0].sql("postgres"))))
+            fn.replace(_pg(_MD5_ORDER.format(f"CAST({fn.expressions[0].sql('postgres')} AS TEXT)")))
 
     def rewrite(h: exp.Expression) -> exp.Expression:
         while isinstance(h, exp.Paren):

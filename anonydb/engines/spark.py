@@ -21,12 +21,15 @@ ALTER TABLE t RENAME ... (scratch)     t's view re-registered under the new name
                                        column renamed (views take no ALTER)
 BEGIN / COMMIT / ROLLBACK              nothing: Spark's catalog has no transactions (see
                                        "atomic" below)
+DELETE FROM t WHERE c (a catalog       a v2 table's own DELETE; a table of Spark's file formats
+table: ``anonydb releases --drop``)    refuses it: the rows kept copied, then renamed into place
+                                       (:meth:`SparkEngine.delete_where`)
 OVER (w ROWS BETWEEN ...)              the named window w inlined (Spark cannot add a frame to
                                        a named window)
 row_number() OVER ()                   row_number() OVER (ORDER BY 1) (Spark wants an order);
                                        a row id for a whole table is monotonically_increasing_id()
 ? parameters                           inlined as escaped literals (spark.sql takes none)
-md5_number(s) (a keyed row order)      the first 60 bits of md5(s), a BIGINT
+md5_number(s) (a keyed row order)      md5(s)'s last 8 bytes reversed, a DECIMAL(20, 0): DuckDB's order
 hash(xor(hash(x), CAST(k AS UBIGINT))) the same of CAST(x AS STRING) || '/' || k (keyed draws);
                                        ``h >> n`` of it (``unif``) shifts by n - 4 (60 bits, not 64)
 hash(g) of a whole row g               monotonically_increasing_id() (a row's position; the order
@@ -58,6 +61,18 @@ before, so a reader can find no table for that instant, never a partial or unver
 Parquet export: Spark writes a folder beside the target, which is renamed into place (with
 ``replace``, the old folder is moved aside first and deleted after). A run that fails or is
 interrupted leaves neither staged table nor folder.
+
+A tracked release's ledger entry (:mod:`anonydb.release.ledger`) cannot share the swap's
+transaction here: it is written *after* the swap, its members, values and histories first and the
+entry's row in ``anonydb_releases`` last (four INSERTs, each its own Spark job and commit). A run
+killed after the swap and before that last INSERT leaves the new release in place with no entry:
+the ledger does not know it, and the rows already inserted under its id belong to no entry (every
+reader goes through ``anonydb_releases``, so they are never read; the next entry must take an id
+above them). Run the release again (``--replace``) to record it. A run killed before the swap
+leaves the earlier release and ledger unchanged; the entry never names a release that is not in
+place. ``anonydb releases --drop`` removes the members, values and histories first and the entry
+last (:meth:`SparkEngine.delete_where` each), so a drop killed midway leaves the entry listed,
+failing its checksum, and is finished by dropping it again.
 
 What does not run here says so in one line (``not available on spark: <reason>``): slicing,
 Injector, Mondrian's one-statement recursive plan, CSV export.
@@ -134,9 +149,14 @@ def _ordered_row_numbers(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-#: the first 60 bits of md5(text), a non-negative BIGINT: Spark's stand-in for DuckDB's md5_number()
-#: and keyed hash() (a cryptographic hash: a release's order key is inlined into the hashed text)
+#: the first 60 bits of md5(text), a non-negative BIGINT: Spark's stand-in for DuckDB's keyed hash()
+#: (a cryptographic hash: a release's order key is inlined into the hashed text)
 _MD5_60 = "CAST(conv(substr(md5({}), 1, 15), 16, 10) AS BIGINT)"
+#: DuckDB's md5_number(s) is the md5 digest read as a little-endian 128-bit unsigned integer: the
+#: digest's last 8 bytes in reverse, as an unsigned 64-bit DECIMAL, sort as it does (ties, 2^-64
+#: apart, aside). Every caller orders by it.
+_MD5_ORDER = ("CAST(conv(regexp_replace(substr(md5({}), 17, 16), '(..)(..)(..)(..)(..)(..)(..)(..)', "
+              "'$8$7$6$5$4$3$2$1'), 16, 10) AS DECIMAL(20, 0))")
 
 
 def _anon(e: exp.Expression | None, name: str) -> bool:
@@ -166,7 +186,7 @@ def _rw_hashes(tree: exp.Expression) -> exp.Expression:
     stay as unpredictable."""
     for fn in list(tree.find_all(exp.Anonymous)):
         if fn.name.lower() == "md5_number" and len(fn.expressions) == 1:
-            fn.replace(_spark(_MD5_60.format(fn.expressions[0].sql("spark"))))
+            fn.replace(_spark(_MD5_ORDER.format(_text(fn.expressions[0]))))
 
     def keyed(h: exp.Expression) -> exp.Expression | None:
         """hash(xor(hash(x), k)) -> 60 bits of md5(x || '/' || k); None for another hash."""
@@ -423,6 +443,10 @@ class SparkEngine(Engine):
             self._drop_view(tree.this.name)
         elif isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Table) and self._is_view(tree.this.name):
             self._insert_view(tree)
+        elif isinstance(tree, exp.Delete) and isinstance(tree.this, exp.Table) and not self._is_view(tree.this.name):
+            where = tree.args.get("where")
+            self.delete_where(tree.this.name, where.this.sql("duckdb") if where is not None else "TRUE",
+                              schema=tree.this.db or None)
         else:
             self.spark.sql(to_spark(tree))
 
@@ -496,7 +520,8 @@ class SparkEngine(Engine):
                 raise InputError(f"a temporary table named {name!r} exists")
             self._checkpoint(df, name)
         else:
-            df.write.mode("overwrite" if replace else "error").saveAsTable(_q(name))
+            df.write.mode("overwrite" if replace else "error").saveAsTable(
+                f"{_q(target.db)}.{_q(name)}" if target.db else _q(name))  # a schema kept (the ledger's)
 
     def _fetch(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple]]:
         made: list[str] = []
@@ -550,6 +575,35 @@ class SparkEngine(Engine):
         self.execute(f"CREATE TABLE {_duck_ident(tmp)} AS SELECT {cols} FROM {_duck_ident(table)}")
         self.drop(table)
         self.rename(tmp, table)
+
+    def delete_where(self, table: str, condition: str, schema: str | None = None) -> None:
+        """``DELETE FROM [schema.]table WHERE condition`` (``condition`` in DuckDB's dialect) on a
+        catalog table. A table whose format deletes (Delta, Iceberg: a v2 table) deletes natively,
+        in one commit; Spark's own file tables refuse DELETE, so the rows kept (``condition`` not
+        true) are copied into a new table, which then takes the table's name (drop, rename: the
+        same copy as :meth:`drop_column`). Killed during the copy, the table is unchanged (a
+        leftover ``<table>_adb_del`` is replaced by the next delete); between the drop and the
+        rename, the rows are in ``<table>_adb_del`` alone."""
+        cond = sqlglot.parse_one(condition, read="duckdb")
+
+        def name(t: str) -> str:  # DuckDB-dialect SQL, the schema kept
+            return f"{_duck_ident(schema)}.{_duck_ident(t)}" if schema else _duck_ident(t)
+
+        target = exp.Table(this=exp.to_identifier(table, quoted=True),
+                           db=exp.to_identifier(schema, quoted=True) if schema else None)
+        try:
+            self.spark.sql(to_spark(exp.Delete(this=target, where=exp.Where(this=cond.copy()))))
+            return
+        except Exception as e:
+            if "DELETE" not in str(e) or "not support" not in str(e):
+                raise
+        tmp = f"{table}_adb_del"
+        cols = ", ".join(_duck_ident(c) for c in self.spark.table(f"{_q(schema)}.{_q(table)}" if schema
+                                                                  else _q(table)).columns)
+        self.execute(f"CREATE OR REPLACE TABLE {name(tmp)} AS SELECT {cols} FROM {name(table)} "
+                     f"WHERE NOT COALESCE(({cond.sql('duckdb')}), FALSE)")
+        self.execute(f"DROP TABLE {name(table)}")
+        self.execute(f"ALTER TABLE {name(tmp)} RENAME TO {name(table)}")
 
     def row_ids(self, s, relation: str) -> tuple[str, str]:
         """A row id from ``monotonically_increasing_id()`` (unique, not consecutive), computed once
