@@ -224,6 +224,12 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
     src = rows or stage
     types = dict(eng.columns(src))
     key_type = types[key]
+    if t.kind == "key":  # a record key names each record once: a repeat or a NULL would go untracked
+        nulls, dup = eng.fetch_rows(f"SELECT count(*) - count({ident(key)}), count({ident(key)}) - "
+                                    f"count(DISTINCT {ident(key)}) FROM {ident(src)}")[1][0]
+        if nulls or dup:
+            raise InputError(f"the tracked column {t.key!r} must name each record once: {nulls} NULL and {dup} "
+                             f"repeated values")
     earlier = chain(eng, t, key_type)
     fp = pseudonym_sql(eng, ident(key), key_type, t.secret)
     grp = (f"CAST({ident(groups[0])} AS BIGINT)" if len(groups) == 1 else
@@ -314,7 +320,11 @@ def write(eng: Engine, t: Tracking, out_tables: list[str], rows: int, report: An
     st = t.staged
     sc = t.schema
     _create(eng, sc, st["have"])
-    rid = int(eng.scalar(f"SELECT COALESCE(max({ident('id')}), 0) + 1 FROM {q(LEDGER, sc)}"))
+    # the next id past every table's: an engine without transactions (Spark) may have kept the
+    # members of a run killed before its entry row, which must not join the next entry
+    rid = int(eng.scalar("SELECT 1 + greatest(" + ", ".join(
+        f"(SELECT COALESCE(max({ident('id' if x == LEDGER else 'release_id')}), 0) FROM {q(x, sc)})"
+        for x in TABLES) + ")"))
     eng.execute(f"INSERT INTO {q(MEMBERS, sc)} SELECT {rid}, fp, grp, hist FROM {ident(st['tagged'])}")
     eng.execute(f"INSERT INTO {q(VALUES, sc)} SELECT {rid}, grp, value, n, counterfeits FROM {ident(st['values'])}")
     eng.execute(f"INSERT INTO {q(HISTS, sc)} SELECT {rid}, hist, value FROM {ident(st['hists'])}")

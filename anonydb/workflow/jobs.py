@@ -198,6 +198,15 @@ def continues(track: Any, method: str, sensitive: str | None) -> bool:
     return track.mode == "m-invariance" and not track.staged.get("source_earlier")  # an m-invariant series begins
 
 
+def _call_text(source: Any, qi: list[str], sensitive: str | None, method: str, out: str,
+               models: dict[str, Any]) -> str:
+    """What the ledger keeps of a release made from Python: the call's arguments."""
+    import json
+
+    return "anonydb.anonymize " + json.dumps({"source": str(source), "qi": qi, "sensitive": sensitive,
+                                              "method": method, "out": out, **models}, default=str, sort_keys=True)
+
+
 def _tracking(eng: Engine, source: str, qi: Any, sensitive: str | None, method: str, out: str, person: str | None,
               pseudonymize: Any, secret_file: Any, series: str | None, key: str | None, composition: str | None,
               m: int | None, spec_text: str | None, params: dict[str, Any], keep: Any,
@@ -246,7 +255,8 @@ def _tracking(eng: Engine, source: str, qi: Any, sensitive: str | None, method: 
     models = {k_: v for k_, v in params.items() if k_ in MODEL_PARAMS and v is not None}
     t = ledger.Tracking(key=col, kind="person" if person is not None else "key", secret=k, series=series or out,
                         mode=mode, m=m, l=ls if isinstance(ls, int) and not isinstance(ls, bool) else None,
-                        spec=spec_text or "", source=str(source), method=method, models=models, columns=roles,
+                        spec=spec_text or _call_text(source, qi_cols, sensitive, method, out, models),
+                        source=str(source), method=method, models=models, columns=roles,
                         sensitive=sensitive, schema=schema)
     t.staged["series_sensitive"] = {e["sensitive"] for e in earlier if e["tracked"] == col and e["series"] == t.series}
     t.staged["source_earlier"] = bool(earlier)
