@@ -248,7 +248,7 @@ def invariant(source: str, qi: str | Iterable[str], sensitive: str, *, out: str,
                                            f"|| {okey}) FROM {ident(counterfeits)} AS c JOIN {ident(box)} AS bx "
                                            f"ON bx.gid = c.gid) AS x ORDER BY _adb_o")
                 pub.verify(stage, sensitive, models, [], exclude=[key])
-                real = s.table(f"SELECT _adb_key AS {ident(key)}, gid AS eq_class FROM {ident(recs)}")
+                real = s.table(f"SELECT _adb_key AS {ident(key)}, _adb_fp, gid AS eq_class FROM {ident(recs)}")
                 pub.track(stage, key, ["eq_class"], sensitive, values=vals, rows=real)
                 eng.drop_column(stage, key)
                 aux = pub.stage("counterfeits")

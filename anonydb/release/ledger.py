@@ -234,9 +234,13 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
     fp = pseudonym_sql(eng, ident(key), key_type, t.secret)
     grp = (f"CAST({ident(groups[0])} AS BIGINT)" if len(groups) == 1 else
            "CAST(dense_rank() OVER (ORDER BY " + ", ".join(ident(g) for g in groups) + ") AS BIGINT)")
-    members = pub.side(stage, "lm", f"SELECT DISTINCT fp, grp FROM (SELECT {fp} AS fp, {grp} AS grp "
-                                    f"FROM {ident(src)} WHERE {ident(key)} IS NOT NULL) AS x")
-    several = eng.scalar(f"SELECT count(*) FROM (SELECT fp FROM {ident(members)} GROUP BY fp HAVING count(*) > 1) AS x")
+    if "_adb_fp" in types:  # the caller fingerprinted the records already (minvariant), with this secret
+        fp = "_adb_fp"
+    # one pass: each fingerprint's group, and whether it has several
+    grouped = pub.side(stage, "lg", f"SELECT fp, min(grp) AS grp, count(DISTINCT grp) AS ng FROM (SELECT {fp} AS fp, "
+                                    f"{grp} AS grp FROM {ident(src)} WHERE {ident(key)} IS NOT NULL) AS x GROUP BY fp")
+    several = eng.scalar(f"SELECT count(*) FROM {ident(grouped)} WHERE ng > 1")
+    members = grouped
     if several:
         raise InputError(f"{several} tracked {'persons' if t.kind == 'person' else 'keys'} ({t.key!r}) fall in several "
                          f"groups: a tracked release gives each one group (no varying QIs; a key must be unique)")
@@ -257,8 +261,11 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
     with eng.scratch("ledger") as s:
         if ids:
             last = last_appearance(s, members, "fp", ids, t.schema)
-            hist_values = s.table(f"SELECT release_id, hist, value FROM {q(HISTS, t.schema)} "
-                                  f"WHERE release_id IN ({', '.join(str(int(i)) for i in ids)})")
+            # only the histories the last appearances name
+            hist_values = s.table(f"SELECT h.release_id, h.hist, h.value FROM {q(HISTS, t.schema)} AS h "
+                                  f"WHERE h.release_id IN ({', '.join(str(int(i)) for i in ids)}) AND EXISTS "
+                                  f"(SELECT 1 FROM (SELECT DISTINCT release_id, hist FROM {ident(last)}) AS l "
+                                  f"WHERE l.release_id = h.release_id AND l.hist = h.hist)")
         else:
             last = s.table("SELECT CAST(NULL AS VARCHAR) AS fp, CAST(NULL AS BIGINT) AS release_id, "
                            "CAST(NULL AS BIGINT) AS hist WHERE 1 = 0")
@@ -285,11 +292,22 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
 
 def last_appearance(s: Any, relation: str, fp: str, ids: list[int], schema: str | None = None) -> str:
     """A scratch table (fp, release_id, grp, hist): for every fingerprint of ``relation`` (column
-    ``fp``) its last release among ``ids`` and its group and history there."""
-    inlist = ", ".join(str(int(i)) for i in ids)
-    return s.table(f"SELECT x.fp, x.release_id, x.grp, x.hist FROM {q(MEMBERS, schema)} AS x JOIN "
-                   f"(SELECT m.fp, max(m.release_id) AS r FROM {q(MEMBERS, schema)} AS m JOIN {ident(relation)} AS c "
-                   f"ON c.{ident(fp)} = m.fp WHERE m.release_id IN ({inlist}) GROUP BY m.fp) AS y "
+    ``fp``) its last release among ``ids`` and its group and history there. Most records of a
+    series were in its latest release: they are found by one join with that release's members;
+    only the others are looked for in the earlier releases."""
+    ids = sorted(int(i) for i in ids)
+    mem = q(MEMBERS, schema)
+    hit = s.table(f"SELECT m.fp, m.release_id, m.grp, m.hist FROM {mem} AS m JOIN {ident(relation)} AS c "
+                  f"ON c.{ident(fp)} = m.fp WHERE m.release_id = {ids[-1]}")
+    if len(ids) == 1:
+        return hit
+    older = ", ".join(map(str, ids[:-1]))
+    miss = s.table(f"SELECT c.{ident(fp)} AS fp FROM {ident(relation)} AS c WHERE NOT EXISTS "
+                   f"(SELECT 1 FROM {ident(hit)} AS h WHERE h.fp = c.{ident(fp)})")
+    return s.table(f"SELECT fp, release_id, grp, hist FROM {ident(hit)} UNION ALL "
+                   f"SELECT x.fp, x.release_id, x.grp, x.hist FROM {mem} AS x JOIN "
+                   f"(SELECT m.fp, max(m.release_id) AS r FROM {mem} AS m JOIN {ident(miss)} AS c "
+                   f"ON c.fp = m.fp WHERE m.release_id IN ({older}) GROUP BY m.fp) AS y "
                    f"ON y.fp = x.fp AND y.r = x.release_id")
 
 

@@ -486,7 +486,7 @@ class Publication:
         """A table beside ``stage`` (a staging name: swept with it if the run dies, dropped when
         the release is written or fails)."""
         name = f"{stage}_{suffix}"
-        self.eng.create_table_as(name, select, replace=True)
+        self.eng.create_table_as(name, select, replace=True, temp=True)  # the session's only: nothing to sweep
         self.sides.setdefault(stage, {})[suffix] = name
         return name
 
