@@ -49,25 +49,28 @@ class Exposure:
     worst_release: int | None = None  # the earlier release (ledger id) of an exposed person
 
 
-def histories(eng: Engine, s: Any, members: str, values: str, last: str, hist_values: str
-              ) -> tuple[str, str]:
+def histories(eng: Engine, s: Any, members: str, values: str, last: str, hist_values: str,
+              keep: Any = None) -> tuple[str, str]:
     """The current release's histories. ``members`` (fp, grp), ``values`` (grp, value, n) of the
     release being written; ``last`` (fp, release_id, hist): each person's last earlier appearance;
     ``hist_values`` (release_id, hist, value) of the earlier releases. Returns (members with
     ``hist`` and the earlier (``prev_release``, ``prev_hist``), the new histories' values (hist,
     value)). A person seen before gets hist ``dense_rank`` of (last release, last hist, group);
-    a new person the negative group id (the group's signature)."""
+    a new person the negative group id (the group's signature). ``keep(role, select)`` makes the
+    two results (role "tagged", "values") where they outlive ``s`` (default: scratch tables)."""
+    keep = keep or (lambda role, select: s.table(select))
     pairs = s.table(f"SELECT DISTINCT l.release_id AS r, l.hist AS h, m.grp FROM {ident(members)} AS m "
                     f"JOIN {ident(last)} AS l ON l.fp = m.fp")
     pid = s.table(f"SELECT r, h, grp, CAST(dense_rank() OVER (ORDER BY r, h, grp) AS BIGINT) AS hist "
                   f"FROM {ident(pairs)}")
-    tagged = s.table(f"SELECT m.fp, m.grp, COALESCE(p.hist, -1 - m.grp) AS hist, l.release_id AS prev_release, "
+    tagged = keep("tagged", f"SELECT m.fp, m.grp, COALESCE(p.hist, -1 - m.grp) AS hist, l.release_id AS prev_release, "
                      f"l.hist AS prev_hist FROM {ident(members)} AS m LEFT JOIN {ident(last)} AS l ON l.fp = m.fp "
                      f"LEFT JOIN {ident(pid)} AS p ON p.r = l.release_id AND p.h = l.hist AND p.grp = m.grp")
-    hv = s.table(f"SELECT p.hist, v.value FROM {ident(pid)} AS p JOIN {ident(hist_values)} AS hv "
-                 f"ON hv.release_id = p.r AND hv.hist = p.h JOIN {ident(values)} AS v "
-                 f"ON v.grp = p.grp AND v.value = hv.value "
-                 f"UNION ALL SELECT DISTINCT -1 - grp AS hist, value FROM {ident(values)}")
+    # distinct as they stand: (release, hist, value) and (grp, value) are keys of their tables
+    hv = keep("values", f"SELECT p.hist, v.value FROM {ident(pid)} AS p JOIN {ident(hist_values)} AS hv "
+                        f"ON hv.release_id = p.r AND hv.hist = p.h JOIN {ident(values)} AS v "
+                        f"ON v.grp = p.grp AND v.value = hv.value "
+                        f"UNION ALL SELECT -1 - grp AS hist, value FROM {ident(values)}")
     return tagged, hv
 
 

@@ -271,7 +271,8 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
                            "CAST(NULL AS BIGINT) AS hist WHERE 1 = 0")
             hist_values = s.table("SELECT CAST(NULL AS BIGINT) AS release_id, CAST(NULL AS BIGINT) AS hist, "
                                   "CAST(NULL AS VARCHAR) AS value WHERE 1 = 0")
-        tagged, hv = composition.histories(eng, s, members, vals, last, hist_values)
+        tagged, hv = composition.histories(eng, s, members, vals, last, hist_values,
+                                           lambda role, sel: pub.side(stage, {"tagged": "lh", "values": "lhv"}[role], sel))
         l = t.m if t.mode == "m-invariance" else t.l
         exp = composition.exposure(eng, s, tagged, hv, vals, hist_values, l if t.sensitive else None,
                                    t.m if t.mode == "m-invariance" else None)
@@ -283,8 +284,6 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
                 raise AnonyDBError(f"composed verification failed: {gone} records of ledger release {prev} are gone, "
                                    f"but series {t.series!r} is insert-only; nothing was written")
         _refuse(t, exp, earlier)
-        pub.side(stage, "lh", f"SELECT fp, grp, hist FROM {ident(tagged)}")
-        pub.side(stage, "lhv", f"SELECT DISTINCT hist, value FROM {ident(hv)}")
     t.staged = {"have": _present(eng, t.schema), "stage": stage, "members": members, "values": vals, "tagged": pub.sides[stage]["lh"],
                 "hists": pub.sides[stage]["lhv"], "key_type": key_type, "exposure": exp,
                 "earlier": [e["id"] for e in earlier]}
