@@ -176,9 +176,8 @@ def invariant(source: str, qi: str | Iterable[str], sensitive: str, *, out: str,
             fill = s.table(f"SELECT f._adb_fp, h.b FROM {ident(fresh)} AS f JOIN {ident(holes)} AS h "
                            f"ON h.value = f._adb_v AND h.hr = f.nr")
             # 3. the new records left: dealt into m-unique groups, in QI order within a value
-            rest = s.table(f"SELECT c.* FROM {ident(cur)} AS c WHERE NOT EXISTS (SELECT 1 FROM {ident(last)} AS l "
-                           f"WHERE l.fp = c._adb_fp) AND NOT EXISTS (SELECT 1 FROM {ident(fill)} AS f "
-                           f"WHERE f._adb_fp = c._adb_fp)")
+            rest = s.table(f"SELECT c.* FROM {ident(cur)} AS c JOIN {ident(fresh)} AS n ON n._adb_fp = c._adb_fp "
+                           f"WHERE NOT EXISTS (SELECT 1 FROM {ident(fill)} AS f WHERE f._adb_fp = c._adb_fp)")
             dealt = _deal(eng, s, rest, m, nb)
             assign = s.table(f"SELECT _adb_fp, b FROM {ident(old)} UNION ALL SELECT _adb_fp, b FROM {ident(fill)} "
                              f"UNION ALL SELECT _adb_fp, b FROM {ident(dealt)}")

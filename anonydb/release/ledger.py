@@ -116,13 +116,7 @@ def q(name: str, schema: str | None = None) -> str:
 
 
 def exists(eng: Engine, schema: str | None = None) -> bool:
-    if schema is None:
-        return LEDGER in eng.relations([LEDGER])
-    try:  # a schema the catalog helpers do not list: ask the table itself
-        eng.fetch_rows(f"SELECT 1 FROM {q(LEDGER, schema)} WHERE 1 = 0")
-        return True
-    except Exception:  # noqa: BLE001 - any engine's "no such table"
-        return False
+    return LEDGER in eng.relations([LEDGER]) if schema is None else _has(eng, LEDGER, schema)
 
 
 def _present(eng: Engine, schema: str | None = None) -> set[str]:
@@ -141,10 +135,11 @@ def _create(eng: Engine, schema: str | None, have: set[str]) -> None:
 
 
 def _has(eng: Engine, table: str, schema: str) -> bool:
+    """Whether ``schema`` holds ``table`` (a schema the catalog helpers do not list: ask the table)."""
     try:
         eng.fetch_rows(f"SELECT 1 FROM {q(table, schema)} WHERE 1 = 0")
         return True
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - any engine's "no such table"
         return False
 
 

@@ -16,6 +16,7 @@ from ..checker import check
 from ..errors import AnonyDBError, InputError
 from ..methods.mondrian import PLANS
 from ..models import DISCLOSURE_VARIANTS, DISTANCES, L_VARIANTS
+from . import ledgercmd
 
 
 #: what --db takes, in every command
@@ -384,15 +385,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress display (it is shown only on a terminal)")
 
-    ls = sub.add_parser("releases", help="list the release ledger of a database (anonydb_releases), or drop an "
-                                        "entry with --drop ID")
-    ls.add_argument("--db", help=DB_HELP)
-    ls.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
-    ls.add_argument("--series", metavar="NAME", help="only this series")
-    ls.add_argument("--ledger-schema", metavar="SCHEMA", help="the schema holding the ledger (default: the current one)")
-    ls.add_argument("--drop", type=int, action="append", metavar="ID",
-                    help="remove this entry (and its fingerprints) from the ledger; the released tables stay")
-    ls.add_argument("--json", action="store_true", help="print the entries as JSON")
+    ledgercmd.add_parser(sub, DB_HELP, ENGINE_HELP)
 
     p = sub.add_parser("plan", help="print the SQL a release spec would run, without touching the database")
     p.add_argument("spec", help="the release spec (YAML)")
@@ -1249,70 +1242,11 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _minvariant(args: argparse.Namespace, engine, track: Any) -> int:
-    """The next release of a series (--method minvariant, or mondrian/anatomy continuing one)."""
-    import json
-
-    from ..methods.invariant import invariant
-
-    others = [f"--{n.replace('_', '-')}" for n in ("t", "n", "alpha", "delta", "keep", "person")
-              if getattr(args, n)] + (["--hierarchy"] if args.hierarchy and args.method == "minvariant" else [])
-    if others:
-        engine.close()
-        raise InputError(f"the next release of series {track.series!r} (minvariant) takes --k, --l and --m; "
-                         f"not {', '.join(others)}")
-    form = "anatomy" if args.method == "anatomy" else args.form
-    try:
-        result = invariant(args.source, args.qi, args.sensitive, out=args.out, engine=engine, form=form,
-                           replace=args.replace, seed=args.seed, identifiers=args.identifiers,
-                           **({"k": args.k} if args.k else {}), **({"l": _int_if_whole(args.l)} if args.l else {}))
-    finally:
-        engine.close()
-    if track.staged.get("id") is not None and not args.json:
-        print(result.format())
-        print(f"  ledger: release {track.staged['id']} of series {track.series!r}, verified together with "
-              f"{len(track.staged.get('earlier', []))} earlier release(s) of {track.source}")
-        return 0
-    if args.json:
-        print(json.dumps({"tables": result.tables, "rows": result.rows, "groups": result.groups,
-                          "counterfeits": result.counterfeits, "persistent": result.persistent, "new": result.new,
-                          "utility": result.utility, "verification": result.report.to_dict()}, indent=2, default=str))
-    else:
-        print(result.format())
-    return 0
+    return ledgercmd.next_release(args, engine, track, _int_if_whole)
 
 
 def _releases(args: argparse.Namespace) -> int:
-    """List the ledger, or drop entries from it (on request only)."""
-    import json
-
-    from ..release import ledger
-
-    engine = _engine_for(args)
-    try:
-        if args.drop:
-            gone = ledger.drop(engine, args.drop, args.ledger_schema)
-            print(f"dropped ledger release(s) {', '.join(map(str, gone))} (the released tables stay)")
-            return 0
-        rows = ledger.entries(engine, schema=args.ledger_schema)
-        if args.series:
-            rows = [r for r in rows if r["series"] == args.series]
-    finally:
-        engine.close()
-    if args.json:
-        print(json.dumps(rows, indent=2, default=str))
-        return 0
-    if not rows:
-        print("no releases in the ledger" + (f" for series {args.series!r}" if args.series else ""))
-        return 0
-    print(f"{'id':>4}  {'created':<25} {'series':<16} {'source':<16} {'method':<11} {'mode':<13} {'rows':>9} "
-          f"{'groups':>7} {'counterfeits':>12}  achieved")
-    for r in rows:
-        ach = json.loads(r["achieved"] or "{}")
-        short = "; ".join(f"{m}: {', '.join(f'{k}={v}' for k, v in a.items())}" for m, a in ach.items())
-        mode = r["mode"] + (f" m={r['m']}" if r["m"] else "")
-        print(f"{r['id']:>4}  {r['created']:<25} {r['series']:<16} {r['source']:<16} {r['method']:<11} {mode:<13} "
-              f"{r['rows']:>9} {r['groups']:>7} {r['counterfeits']:>12}  {short}")
-    return 0
+    return ledgercmd.releases(args, _engine_for(args))
 
 
 def _anatomy(args: argparse.Namespace, engine) -> int:
