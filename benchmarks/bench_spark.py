@@ -454,18 +454,18 @@ def bench_size(args, spark, eng, metrics: Metrics, rows: int, wanted, result: di
             break
         if not wanted(name, rows):
             continue
-        times, err, rounds, profile = [], None, [], ""
+        times, err, rounds, profile, classes = [], None, [], "", None
         repeat = 1 if kind in ("mondrian", "sim") else args.repeat
         gname = None
         for rep in range(repeat):
             rounds = []
             gname = f"w{idx}-{rows}-{rep}"
-            mark = len(eng.log)
+            mark, fmark = len(eng.log), len(eng.fetched)
             t1 = time.perf_counter()
             with Group(sc, gname, args.timeout) as g:
                 try:
                     if kind == "mondrian":
-                        mondrian(eng, g, rounds)
+                        classes = mondrian(eng, g, rounds).classes
                     elif kind == "sim":
                         max_r = None if rows <= args.sim_full_rows else args.sim_rounds
                         run_sim(spark, g, rounds, max_r, args.sim_materialize)
@@ -475,12 +475,15 @@ def bench_size(args, spark, eng, metrics: Metrics, rows: int, wanted, result: di
                     err = f"timeout > {args.timeout:g} s" if g.timed_out else first_line(e)
             secs = time.perf_counter() - t1
             group_names = list(g.names)
+            fetched = eng.fetched[fmark:]  # rows each query brought to the driver
             profile = where_time_goes(eng.log[mark:]) if kind not in ("floor", "sim") else ""
             if err:
                 break
             times.append(secs)
         w: dict[str, Any] = dict(name=name, kind=kind, runs=times, error=err,
-                                 median=statistics.median(times) if times and not err else None, profile=profile)
+                                 median=statistics.median(times) if times and not err else None, profile=profile,
+                                 fetched=dict(queries=len(fetched), rows=sum(fetched), most=max(fetched, default=0)),
+                                 classes=classes)
         try:
             per_group = metrics.groups(group_names)
             w["metrics"] = _sum_metrics(per_group.values())
@@ -495,7 +498,8 @@ def bench_size(args, spark, eng, metrics: Metrics, rows: int, wanted, result: di
         print(f"{name}: {_fmt(w['median'], err)} s (runs {', '.join(f'{x:.1f}' for x in times)}); jobs {m.get('jobs')}, "
               f"stages {m.get('stages')} (+{m.get('skipped')} skipped), tasks {m.get('tasks')}, shuffle r/w "
               f"{_mb(m.get('shuffle_read'))}/{_mb(m.get('shuffle_write'))} MB, task {m.get('task_s', 0):.1f} s"
-              f"{'; ' + profile if profile else ''}", file=sys.stderr, flush=True)
+              f"; driver fetched {w['fetched']['rows']:,} rows in {w['fetched']['queries']} queries (at most "
+              f"{w['fetched']['most']:,} at once){'; ' + profile if profile else ''}", file=sys.stderr, flush=True)
         if kind in ("mondrian", "sim"):
             for r in w.get("rounds", []):
                 print(f"   round {r['round']}: {r.get('seconds', 0):.1f} s, open {r.get('open')}, rows_open "

@@ -118,7 +118,9 @@ def pg_url():
 @pytest.fixture(scope="session")
 def spark():
     """One local Spark session (local[2], 4 shuffle partitions, no UI) for the whole test session,
-    stopped at its end; skips, saying why, without pyspark or Java."""
+    stopped at its end; skips, saying why, without pyspark or Java. ``ANONYDB_SPARK_MASTER`` names
+    another master: tests/test_spark_cluster.py runs the parity suites against a standalone
+    cluster (``spark://127.0.0.1:P``) that way."""
     import shutil
     import tempfile
 
@@ -129,7 +131,11 @@ def spark():
 
     work = tempfile.mkdtemp(prefix="anonydb-spark-")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers run this Python (DuckDB, pyarrow)
-    session = (SparkSession.builder.master("local[2]").appName("anonydb-tests")
+    master = os.environ.get("ANONYDB_SPARK_MASTER", "local[2]")
+    builder = SparkSession.builder.master(master)
+    if master.startswith("spark://127.0.0.1"):  # executors on this machine reach the driver here
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    session = (builder.appName("anonydb-tests")
                .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "2g")
                .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
                .config("spark.sql.warehouse.dir", os.path.join(work, "warehouse"))

@@ -128,13 +128,13 @@ def test_dialect_functions_run_on_spark(duck, eng, spark):
 
 
 def test_worker_failure_is_one_line_naming_the_cause():
-    """A Python worker's error (here: a worker without anonydb) is reported by its own last line,
+    """A Python worker's error (here: a worker without DuckDB) is reported by its own last line,
     with what to do, not by the JVM's wrapper."""
     from anonydb.engines.spark import _short
 
     text = ("org.apache.spark.api.python.PythonException: [PYTHON_EXCEPTION] An exception was thrown from the "
             "Python worker: Traceback (most recent call last):\n  File \"worker.py\", line 75, in read_command\n"
-            "    command = serializer.loads(file)\nModuleNotFoundError: No module named 'anonydb'\n SQLSTATE: 38000")
+            "    command = serializer.loads(file)\nModuleNotFoundError: No module named 'duckdb'\n SQLSTATE: 38000")
     msg = _short(RuntimeError(text))
-    assert msg.startswith("a Spark worker failed: ModuleNotFoundError: No module named 'anonydb'")
+    assert msg.startswith("a Spark worker failed: ModuleNotFoundError: No module named 'duckdb'")
     assert "spark.pyspark.python" in msg and "\n" not in msg

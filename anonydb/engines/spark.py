@@ -297,7 +297,7 @@ def _short(e: BaseException) -> str:
         raised = [x for x in lines if re.match(r"^[A-Za-z_.]*(Error|Exception|Interrupt)\b.*:", x)
                   and not x.startswith(("org.apache", "PythonException", "pyspark.errors"))]
         if raised:
-            hint = (" (the workers' Python must have anonydb, DuckDB and pyarrow: install them there, or point "
+            hint = (" (the workers' Python must have DuckDB and pyarrow: install them there, or point "
                     "spark.pyspark.python at a Python that has them)") if "No module named" in raised[-1] else ""
             return f"a Spark worker failed: {raised[-1]}{hint}"[:400]
     return (lines[0] if lines else type(e).__name__)[:400]
@@ -615,23 +615,20 @@ class SparkEngine(Engine):
         """One grouped step (``applyInArrow``): each group of ``relation`` by ``key``, as Arrow on a
         worker, is the table ``relation`` of an embedded single-threaded DuckDB that runs ``sql``;
         the other scratch views ``sql`` names (small: a distribution, hierarchy codes) are fetched
-        once and shipped with the function. Nothing of the groups passes through the driver."""
+        once and shipped with the function. Nothing of the groups passes through the driver. The
+        function is pickled by value (:func:`group_step`): an executor's Python needs DuckDB and
+        pyarrow, not anonydb."""
         names = {t.name for t in sqlglot.parse_one(sql, read="duckdb").find_all(exp.Table)}
         views = {t.name.lower(): t.name for t in self._tables() if t.isTemporary}
         side = {views[n.lower()]: self.spark.table(_q(views[n.lower()])).toArrow()
                 for n in names if n.lower() in views and n.lower() != relation.lower()}
-        fn = _GroupRunner(relation, sql, side)
         grouped = self.spark.table(_q(relation)).groupBy(key)
         spark_schema = _spark(f"CREATE TABLE x ({schema})").this.sql("spark")[len("x "):].strip("()")
+        arrow_step, pandas_step = group_step(relation, sql, side)
         if hasattr(grouped, "applyInArrow"):
-            import pyarrow as pa
-
-            def apply(rows: pa.Table) -> pa.Table:  # Spark 4 reads the kind of step from the hints
-                return fn(rows)
-
-            df = grouped.applyInArrow(apply, spark_schema)
+            df = grouped.applyInArrow(arrow_step, spark_schema)
         else:  # pyspark 3.5
-            df = grouped.applyInPandas(fn.pandas, spark_schema)
+            df = grouped.applyInPandas(pandas_step, spark_schema)
         name = s.name()
         self._checkpoint(df, name)
         return name
@@ -668,30 +665,34 @@ class SparkEngine(Engine):
                 pass
 
 
-class _GroupRunner:
-    """The function a grouped step ships to the workers: a group's rows in, ``sql``'s result out."""
+def group_step(relation: str, sql: str, side: dict[str, Any]) -> tuple[Any, Any]:
+    """The functions a grouped step ships to the executors (Arrow, and pandas for pyspark 3.5): a
+    group's rows in, ``sql``'s result out, run by an embedded DuckDB. Both are closures over plain
+    data that import only DuckDB and pyarrow, so Spark's cloudpickle sends their code by value: a
+    cluster's executors need no anonydb (``tests/test_spark_cluster.py`` runs them where it cannot
+    be imported)."""
+    import pyarrow as pa
 
-    def __init__(self, relation: str, sql: str, side: dict[str, Any]):
-        self.relation, self.sql, self.side = relation, sql, side
-
-    def __call__(self, rows: Any) -> Any:
+    def run(rows: pa.Table) -> pa.Table:  # Spark 4 reads the kind of step from the hints
         import duckdb
 
         con = duckdb.connect()
         try:
             con.execute("SET threads = 1")  # the worker's task slot is one core
-            con.register(self.relation, rows)
-            for name, table in self.side.items():
+            con.register(relation, rows)
+            for name, table in side.items():
                 con.register(name, table)
-            rel = con.sql(self.sql)
+            rel = con.sql(sql)
             return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()  # DuckDB 2 / 1
         finally:
             con.close()
 
-    def pandas(self, rows: Any) -> Any:
-        import pyarrow as pa
+    def run_pandas(rows: Any) -> Any:
+        import pyarrow
 
-        return self(pa.Table.from_pandas(rows, preserve_index=False)).to_pandas()
+        return run(pyarrow.Table.from_pandas(rows, preserve_index=False)).to_pandas()
+
+    return run, run_pandas
 
 
 def _duck_ident(name: str) -> str:
@@ -737,4 +738,4 @@ def session_for(url: str, *, read_only: bool = False) -> SparkEngine:
     return SparkEngine(spark, owned=True, warehouse=warehouse, read_only=read_only)
 
 
-__all__ = ["SparkEngine", "session_for", "to_spark"]
+__all__ = ["SparkEngine", "group_step", "session_for", "to_spark"]
