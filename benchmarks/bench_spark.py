@@ -483,7 +483,9 @@ def bench_size(args, spark, eng, metrics: Metrics, rows: int, wanted, result: di
         w: dict[str, Any] = dict(name=name, kind=kind, runs=times, error=err,
                                  median=statistics.median(times) if times and not err else None, profile=profile,
                                  fetched=dict(queries=len(fetched), rows=sum(fetched), most=max(fetched, default=0)),
-                                 classes=classes)
+                                 classes=classes,
+                                 log=[((x.template or " ".join(x.sql.split()[:6])[:60]), round(x.seconds, 3))
+                                      for x in eng.log[mark:]] if kind == "mondrian" else None)
         try:
             per_group = metrics.groups(group_names)
             w["metrics"] = _sum_metrics(per_group.values())
