@@ -40,7 +40,11 @@ sys.meta_path.insert(0, _NoAnonydb())
 
 
 class ClusterUnavailable(Exception):
-    """The cluster could not start (the reason, for a skip)."""
+    """This pyspark cannot start a standalone cluster (the reason, for a skip)."""
+
+
+class ClusterFailed(Exception):
+    """The cluster's JVMs started but did not come up (their logs' last lines): a failure."""
 
 
 def free_port() -> int:
@@ -112,7 +116,7 @@ def standalone_cluster(work: Path, workers: int = 2, cores: int = 1, memory: str
         deadline = time.time() + timeout
         while _alive_workers(ui) < workers:
             if time.time() > deadline or any(p.poll() is not None for p in procs):
-                raise ClusterUnavailable(f"the standalone cluster did not start: {tails()}")
+                raise ClusterFailed(f"the standalone cluster did not start: {tails()}")
             time.sleep(1)
         yield url
     finally:

@@ -722,9 +722,7 @@ def group_step(relation: str, sql: str, side: dict[str, Any]) -> tuple[Any, Any]
             con.close()
 
     def run_pandas(rows: Any) -> Any:
-        import pyarrow
-
-        return run(pyarrow.Table.from_pandas(rows, preserve_index=False)).to_pandas()
+        return run(pa.Table.from_pandas(rows, preserve_index=False)).to_pandas()
 
     return run, run_pandas
 
