@@ -512,9 +512,13 @@ def _keytype(coding: list[_Coded]) -> str:
     return "BIGINT" if total < 2**63 else "HUGEINT"
 
 
-def _value(num: Any, den: Any) -> Any:
+def _value(num: Any, den: Any, integral: bool = False) -> Any:
+    """num / den: exact for integers (and, ``integral``, for whole doubles below 2^53, which a
+    double holds exactly), else a float."""
     if num is None or den is None:
         return None
+    if integral and all(isinstance(x, float) and x.is_integer() and abs(x) < 2**53 for x in (num, den)) and den:
+        num, den = int(num), int(den)
     if isinstance(num, int) and isinstance(den, int) and den != 0:
         return Fraction(num, den)
     return float(num) / float(den)
@@ -533,7 +537,8 @@ def evaluate_model(model: Model, ctx: GroupContext, limit: int, dict_table: str 
         verdicts = f"SELECT * FROM {ident(s.table(rendered))}"  # logged under the model's template
     summary = eng.fetch(eng.render("verdict_summary.sql.j2", verdicts=verdicts, worst=model.worst,
                                    weights=ctx.weights, keys=ctx.keys))[0]
-    worst = None if summary["valueless"] else _value(summary["worst_num"], summary["worst_den"])
+    worst = None if summary["valueless"] else _value(summary["worst_num"], summary["worst_den"],
+                                                     model.integral_doubles)
     violations: list[GroupViolation] = []
     if summary["violating_groups"] and limit:
         value = "CAST(_adb_num AS DOUBLE) / _adb_den"
@@ -552,7 +557,7 @@ def evaluate_model(model: Model, ctx: GroupContext, limit: int, dict_table: str 
             if g is None:
                 g = by_key[gk] = GroupViolation(
                     key={q: r[q] for q in ctx.qi_columns}, size=int(r["_adb_n"]),
-                    value=_value(r["_adb_num"], r["_adb_den"]), distribution={} if ctx.sensitive else None)
+                    value=_value(r["_adb_num"], r["_adb_den"], model.integral_doubles), distribution={} if ctx.sensitive else None)
             if ctx.sensitive is not None and r.get("_adb_cnt") is not None:
                 g.distribution[r["_adb_sa"]] = int(r["_adb_cnt"])
         violations = sorted(by_key.values(), key=_worst_first(model.worst))

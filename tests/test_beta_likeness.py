@@ -164,3 +164,13 @@ def test_sql_script_macros_give_the_checks_verdicts(engine):
             assert g["achieved_exact"] == str(v.achieved["beta"])
         else:
             assert math.isinf(v.achieved["beta"]) and g["achieved_exact"] is None
+
+
+def test_enhanced_achieved_is_exact_where_it_is_finite(engine):
+    """Hypothesis drew this in CI: enhanced beta-likeness carries its gains as doubles (beside +inf)
+    and reported 1.6666666666666667 where the oracle's least beta is exactly 5/3."""
+    rows = [("a", 1, "x")] * 12 + [("a", 1, "y")] * 2 + [("a", 2, "x"), ("a", 2, "y")]
+    make_table(engine, "t", ["q1", "q2", "s"], rows)
+    v = anonydb.check("t", ["q1", "q2"], "s", engine=engine, beta=0.5, beta_variant="enhanced").verdicts[0]
+    assert beta_oracle.beta_enhanced(rows, 2) == Fraction(5, 3)
+    assert isinstance(v.achieved["beta"], Fraction) and v.achieved["beta"] == Fraction(5, 3)

@@ -198,6 +198,9 @@ class Model(abc.ABC):
     note: str = ""
     #: the verdict plan is expensive (EMDs, windows): materialize it once rather than inline it twice
     materialize: bool = False
+    #: the plan's _adb_num and _adb_den are whole numbers carried as doubles (so that one of them can
+    #: be +inf): read back as an exact fraction while they fit a double's 53-bit mantissa
+    integral_doubles: bool = False
     #: what the verdict plan reads of the context: the groups' statistics (n, d, mx, clnc) and the
     #: cells; a check whose models read only n and d may skip the cells (Engine.group_bits)
     reads: frozenset[str] = frozenset({"n", "d", "mx", "clnc", "cells"})

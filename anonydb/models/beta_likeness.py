@@ -36,6 +36,7 @@ class BetaLikeness(Model):
     reads = frozenset({"n", "cells"})
     materialize = True
     worst = "max"
+    integral_doubles = True  # enhanced: the gain's integers as doubles beside +inf
 
     def __init__(self, beta: Any, variant: str = "basic"):
         if variant not in VARIANTS:
