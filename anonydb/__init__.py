@@ -1,4 +1,4 @@
-"""anonydb: SQL-native anonymization and privacy-model checks inside DuckDB."""
+"""anonydb: verified anonymized releases and privacy-model checks, built in SQL on DuckDB, PostgreSQL and Spark."""
 
 from __future__ import annotations
 

@@ -103,7 +103,8 @@ class Report:
 
 def _fmt(x: Any) -> str:
     if isinstance(x, Fraction):
-        return str(x.numerator) if x.denominator == 1 else f"{x} (~{float(x):.6g})"
+        # the exact fraction, then its decimal as every method's result prints it (mondrian._fmt)
+        return str(x.numerator) if x.denominator == 1 else f"{x} ({float(x):.4f})"
     if isinstance(x, float):
         return "inf" if math.isinf(x) else f"{x:.6g}"
     if x is None:
@@ -245,7 +246,8 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
     hierarchies = dict(hierarchies or {})
 
     with eng.scratch("check") as s:
-        relation = open_source(eng, source, scratch=s)
+        relation = open_source(eng, source, scratch=s,
+                               numeric=[c for c, k in (kinds or {}).items() if k == "numeric"])
         label = str(source) if name is None else str(name)
         types = validate_roles(eng, relation, qi_cols, sensitive, kinds, label=label)
         for attr in hierarchies:

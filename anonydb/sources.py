@@ -1,8 +1,9 @@
 """Where the data comes from: a table or view already in the database, or a CSV/Parquet file
-opened as a temporary view (the file and any source table are only ever read).
+read into a temporary table (the file and any source table are only ever read).
 
 A CSV's column types come from the whole file (``sample_size = -1``): a value that does not fit a
-column's type makes it text wherever it sits, instead of only when DuckDB's sample reaches it.
+column's type makes it text wherever it sits, instead of only when DuckDB's sample reaches it; a
+column of numbers with a few such values is named in a warning (:func:`warn_mostly_numeric`).
 Any failure to read a file is one :class:`InputError` line naming the file, what is wrong and
 (when DuckDB says) the line, never DuckDB's multi-line parser dump.
 """
@@ -12,10 +13,12 @@ from __future__ import annotations
 import csv
 import re
 from pathlib import Path
+from typing import Iterable
 
+from . import events
 from .engines.base import Engine
-from .errors import InputError, SQLError
-from .sqlgen import literal, temp_name
+from .errors import SURFACE, InputError, SQLError
+from .sqlgen import ident, literal, temp_name
 
 CSV_SUFFIXES = {".csv", ".tsv", ".txt", ".dat"}
 PARQUET_SUFFIXES = {".parquet", ".pq"}
@@ -38,12 +41,13 @@ def sniff_delimiter(path: Path) -> str:
         return max(counts, key=counts.get) if max(counts.values()) else ","
 
 
-def open_source(engine: Engine, source: str | Path, scratch=None) -> str:
+def open_source(engine: Engine, source: str | Path, scratch=None, numeric: Iterable[str] = ()) -> str:
     """The name of a relation holding ``source``: the table itself, or the file read once into a
     temporary table (dropped with ``scratch``; a view would re-read the file on every scan).
 
     A CSV is typed from all its rows (``sample_size = -1``), so a column's type does not depend
-    on where in the file a value sits. A file that cannot be read raises a one-line InputError."""
+    on where in the file a value sits. A file that cannot be read raises a one-line InputError.
+    ``numeric``: the columns the caller declared numeric (no warning: their check refuses text)."""
     name = str(source)
     if not isinstance(source, Path) and engine.exists(name):
         return name
@@ -54,15 +58,66 @@ def open_source(engine: Engine, source: str | Path, scratch=None) -> str:
     if path.is_dir() and suffix not in PARQUET_SUFFIXES:  # a .parquet folder is a dataset of part files (Spark's)
         raise InputError(f"{name!r} is a directory, not a table or a data file")
     delim = None if suffix in PARQUET_SUFFIXES else sniff_delimiter(path)
+    events.phase("reading")
     try:
         select = engine.file_select(path, "parquet" if delim is None else "csv", delim)
         if scratch is not None:
-            return scratch.table(select)
-        name = temp_name("source")
-        engine.create_table_as(name, select, temp=True)
-        return name
+            name = scratch.table(select)
+        else:
+            name = temp_name("source")
+            engine.create_table_as(name, select, temp=True)
     except SQLError as e:
         raise InputError(_read_error(engine, path, delim, e)) from e
+    if delim is not None:
+        warn_mostly_numeric(engine, name, path, delim, skip=numeric)
+    return name
+
+
+def _declare_numeric(column: str) -> str:
+    """How the user declares ``column`` numeric where they are (the CLI, a spec, Python)."""
+    surface = SURFACE.get()
+    if surface == "cli":
+        return f"--numeric {column}"
+    if surface == "spec":
+        return f"kind: numeric to attribute {column}"
+    return f"kinds={{{column!r}: 'numeric'}}"
+
+
+def warn_mostly_numeric(engine: Engine, relation: str, path: Path, delim: str, skip: Iterable[str] = ()) -> None:
+    """Warn of every text column of a CSV whose values are mostly numbers but not all (ages with an
+    'unknown' from row 29,001): it was typed as text, so it generalizes as categories. The warning
+    names the column, how many values are not numbers and the first one's row (1 = the first row
+    after the header); ``numeric`` makes those values an error. A column is mostly numeric when more
+    than half of its non-empty values cast to a number."""
+    from .engines.duckdb import DuckDBEngine
+
+    own = None
+    if engine.dialect != "duckdb":  # the same typing, read by DuckDB: its rowid is the file's order
+        own = DuckDBEngine()
+        relation = temp_name("source")
+        own.create_table_as(relation, own.file_select(path, "csv", delim), temp=True)
+    eng = own or engine
+    try:
+        text = [c for c, t in eng.columns(relation)
+                if str(t).upper().startswith(("VARCHAR", "STRING", "TEXT")) and c not in set(skip)]
+        if not text:
+            return
+        counts = eng.fetch_rows("SELECT " + ", ".join(
+            f"count({ident(c)}), count(TRY_CAST({ident(c)} AS DOUBLE))" for c in text)
+            + f" FROM {ident(relation)}")[1][0]
+        for i, c in enumerate(text):
+            values, numbers = int(counts[2 * i]), int(counts[2 * i + 1])
+            if not 2 * numbers > values or numbers == values:
+                continue
+            row, value = eng.fetch_rows(f"SELECT rowid + 1, {ident(c)} FROM {ident(relation)} WHERE {ident(c)} IS "
+                                        f"NOT NULL AND TRY_CAST({ident(c)} AS DOUBLE) IS NULL ORDER BY rowid "
+                                        f"LIMIT 1")[1][0]
+            events.warn(f"column {c!r} of {path.name} is read as text: {values - numbers:,} of its {values:,} "
+                        f"values are not numbers, the first on row {int(row):,} ({str(value)[:40]!r}); to refuse "
+                        f"them, give {_declare_numeric(c)}")
+    finally:
+        if own is not None:
+            own.close()
 
 
 # --- one line out of DuckDB's read errors ------------------------------------------------------

@@ -239,7 +239,7 @@ def cmd_scale_one(args, argv) -> int:
 
     def progress(p):
         if args.verbose:
-            print(f"  round {p.get('round')}: open {p.get('open')}, final {p.get('final')}, "
+            print(f"  round {p.get('round')}: open {p.get('open')}, classes so far {p.get('classes')}, "
                   f"rows open {p.get('rows_open')}", file=sys.stderr, flush=True)
 
     spill = _SpillWatch(e) if args.spill else None

@@ -540,7 +540,7 @@ def _rounds(kind: str, rounds: list[dict], per_group: dict, log: list, mark: int
             f"{prev_round + 1}-{r['round']} (one grouped step on the workers)"
         if prev_round == 0:
             label = f"set-up + {label}"
-        out.append(dict(round=label, open=r.get("open"), final=r.get("final"), rows_open=r.get("rows_open"),
+        out.append(dict(round=label, open=r.get("open"), classes=r.get("classes"), rows_open=r.get("rows_open"),
                         seconds=r["t"] - prev_t, statements=len(entries),
                         profile=where_time_goes(entries), **per_group.get(r["group"], {})))
         prev_t, prev_log, prev_round = r["t"], r["log"], r["round"]

@@ -465,7 +465,8 @@ def test_plan_parameter(engine):
     r = anonymize("t12", ["zip", "age"], "disease", out="rel", engine=engine, k=3, plan="recursive",
                   progress=seen.append)
     # one report at the end: the rounds of test_table_1_2_by_hand (root cut, then both halves final)
-    assert seen == [{"round": 2, "open": 0, "final": 2, "rows_open": 0}] and r.rounds == 2
+    # (classes so far: 2; done: the table's 9 rows closed)
+    assert seen == [{"round": 2, "open": 0, "classes": 2, "rows_open": 0, "done": 9}] and r.rounds == 2
 
 
 def test_plan_auto_falls_back_before_duckdb_1_3(engine, monkeypatch):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import random
 import subprocess
@@ -16,7 +15,6 @@ import pytest
 import anonydb
 from anonydb.engines.duckdb import DuckDBEngine
 from anonydb.errors import AnonyDBError, InputError
-from anonydb.workflow.progress import Progress
 from anonydb.workflow.reporting import class_sizes, prosecutor_risk, render_html, table_report
 
 from conftest import ROOT, make_table
@@ -322,21 +320,6 @@ def test_table_report_generalized_share(engine):
     assert rep["risk"]["highest"] == 1.0 and rep["risk"]["records_at_risk"] == 4  # risks 1/2, 1/2, 1, 1 > 0.2
     rep = table_report(engine, "rel", ["zip"], "s", threshold=0.5)
     assert rep["risk"]["records_at_risk"] == 2 and rep["risk"]["average"] == 3 / 4  # 3 classes, 4 records
-
-
-# --- progress ------------------------------------------------------------------------------------
-
-def test_progress_is_quiet_off_a_terminal():
-    buf = io.StringIO()
-    p = Progress(buf)
-    assert p.enabled is False
-    p({"round": 1, "open": 3})
-    p.done()
-    assert buf.getvalue() == ""
-    q = Progress(buf, enabled=True)
-    q({"round": 2, "open": 5, "rows_open": 10})
-    q.done()
-    assert buf.getvalue() == "\r\033[K  round 2, open 5, rows open 10\n"
 
 
 def test_cli_release_and_report(tmp_path):

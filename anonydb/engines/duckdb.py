@@ -38,6 +38,7 @@ class DuckDBEngine(Engine):
                              f"{type(database).__name__}")
         else:
             self.con = _open_duckdb(database, read_only)
+            self.con.execute("SET enable_progress_bar = false")  # the run's phases are anonydb's display
             self.owned = True
         self.database = None if database is None or self.owned is False else str(database)
 

@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from .. import events as run_events
 from ..checker import check
 from ..engines.base import Engine
 from ..engines import connect
@@ -112,6 +113,7 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
             columns = resolve_roles(eng, relation, qi_cols, sensitive, identifiers, keep, label=str(source),
                                     person=person, pseudonymize=pseudonymize).columns
             relation, key_origin = pseudonymized(eng, s, relation, columns, secret_file)
+            run_events.phase("grouping")
             cols = dict(eng.columns(relation))
             if groups is not None:
                 if groups not in cols:
@@ -223,6 +225,7 @@ def check_pair_counts(eng: Engine, qit: str, st: str) -> None:
 def verify(eng: Engine, qit: str, st: str, qi: list[str], sensitive: str, models: list) -> Any:
     """Check a QIT/ST pair: every group's sensitive counts (from ST) against ``models``, and the
     pair's consistency (each group's QIT rows = the sum of its ST counts)."""
+    run_events.phase("verification")
     check_pair_counts(eng, qit, st)
     with eng.scratch("anatomy_check") as s:
         # expand ST to one row per record for the checker (group_id is the only QI of the check)
@@ -234,6 +237,7 @@ def verify_persons(eng: Engine, qit: str, st: str, base: str, rid: str, assign: 
                    models: list) -> Any:
     """Check a QIT/ST pair of record owners: the groups of the records (``base`` by ``assign``) judged
     by persons, each group's QIT rows its records, and ST's counts the persons holding each value."""
+    run_events.phase("verification")
     r = rid if rid == "rowid" else ident(rid)
     with eng.scratch("anatomy_check") as s:
         rows = s.table(f"SELECT a.group_id, b.{ident(person)} AS {ident(PERSON_COLUMN)}, b.{ident(sensitive)} "

@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from .. import events
 from ..checker import build_models
 from ..engines.base import Engine
 from ..engines import connect
@@ -173,6 +174,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
     with Publication(eng, [out], replace, sources=[source], seed=seed) as pub:
         order = pub.order
         with eng.scratch("fulldomain") as s:
+            events.phase("reading")
             relation = open_source(eng, source, scratch=s)
             roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, label=str(source), person=person,
                                   pseudonymize=pseudonymize)
@@ -194,6 +196,8 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                 total = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")
             if total == 0:
                 raise InputError(f"{source} is empty: there is nothing to anonymize")
+            events.update(**{"persons" if person is not None else "rows": int(total)})
+            events.phase("coding", qis=len(qi_cols))
             qis = []
             validate_all(eng, relation, {c: hierarchies[c] for c in qi_cols})
             for c in qi_cols:
@@ -212,6 +216,7 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             # the release: generalized QIs, rows of failing groups suppressed, eq_class, shuffled
             # a caller that verifies the rows it derives (delta-presence) names its own scratch table
             stage = pub.stage() if _caller_keeps is None else out
+            events.phase("output")
             kept_groups = lat.kept_labels(best)
             gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols},
                                  columns.published + ([person] if person not in (None, *columns.published) else [])
@@ -438,6 +443,7 @@ class _Lattice:
         sat: dict[tuple, dict | None] = {}  # satisfying nodes -> their judged values (None: implied)
         judged: dict[tuple, dict] = {}
         status = _Tags(self.heights)
+        events.phase("lattice", total=int(status.a.size), unit="nodes settled")
 
         def judge(pending):
             res = self.evaluate(pending) if pending else {}
@@ -467,7 +473,7 @@ class _Lattice:
                 judge(list(dict.fromkeys(pending + bottom)))  # one node: top and bottom are one
                 bottom = []
                 if progress and pending:
-                    progress({"height": h, "checked": self.checked, "satisfying": len(sat)})
+                    progress({"height": h, "checked": self.checked, "satisfying": len(sat), "done": status.settled()})
             # Then Flash-style [Kohlmayer et al. 2012]: from every untagged node (bottom-up), a chain of
             # successors to the top, binary-searched for its lowest satisfying node; each check
             # tags the more general (satisfying) or more specific (failing) part of the lattice
@@ -497,12 +503,12 @@ class _Lattice:
                             else:
                                 c[1] = j + 1
                 if progress:
-                    progress({"checked": self.checked, "satisfying": len(sat)})
+                    progress({"checked": self.checked, "satisfying": len(sat), "done": status.settled()})
         else:
             for h in sorted(by_height):
                 judge([n for n in by_height[h] if n not in status])
                 if progress:
-                    progress({"height": h, "checked": self.checked, "satisfying": len(sat)})
+                    progress({"height": h, "checked": self.checked, "satisfying": len(sat), "done": status.settled()})
         for n in status.satisfying():  # the satisfying nodes implied by tagging
             sat.setdefault(n, None)
         if not sat:
@@ -605,6 +611,10 @@ class _Tags:
 
     def __contains__(self, n) -> bool:
         return self.a[n] >= 0
+
+    def settled(self) -> int:
+        """Nodes tagged so far (judged, or implied by a judged node)."""
+        return int((self.a >= 0).sum())
 
     def __getitem__(self, n) -> bool:
         v = self.a[n]

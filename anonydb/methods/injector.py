@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from .. import events as run_events
 from ..engines.base import Engine
 from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable, option
@@ -108,6 +109,7 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
             rel = open_source(eng, source, scratch=s)
             dropped = resolve_roles(eng, rel, qi_cols, sensitive, label=str(source)).dropped
             n = int(eng.scalar(f"SELECT count(*) FROM {ident(rel)}"))
+            run_events.phase("mining and grouping", rows=n)
             if n < lv:
                 raise InfeasibleError(f"the table has {n} rows, fewer than l = {lv}: no group of l tuples exists")
             tm = time.perf_counter()
@@ -148,6 +150,7 @@ def injector(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, ou
                                            f"{literal(order.key)}), _adb_rid")
             eng.create_table_as(st_stage, f"SELECT group_id, {ident(sensitive)}, count(*) AS {ident('count')} FROM "
                                           f"{ident(placed)} GROUP BY ALL ORDER BY group_id, {ident(sensitive)}")
+            run_events.phase("verification")
             min_valid, bad = verify(eng, s, qit_stage, st_stage, kb, lv, truth=placed)
             pub.attach([qit_stage, st_stage], not bad,
                        f"{bad} groups of the release are not matching {lv}-diverse")

@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from .. import events as run_events
 from ..checker import build_models
 from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError
@@ -119,6 +120,7 @@ def invariant(source: str, qi: str | Iterable[str], sensitive: str, *, out: str,
             relation = open_source(eng, source, scratch=s)
             roles = resolve_roles(eng, relation, qi_cols, sensitive, identifiers, None, label=str(source))
             types = dict(eng.columns(relation))
+            run_events.phase("grouping")
             key = t.key
             if key not in types:
                 raise InputError(f"tracked column {key!r} not found in {source}")

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Iterable
 
+from .. import events as run_events
 from ..checker import build_models, check
 from ..engines.base import Engine
 from ..engines import connect
@@ -152,8 +153,9 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     (:mod:`anonydb.release.publish`), and the models are verified over every published column. ``seed``
     None orders the rows by a fresh secret; an integer gives a reproducible order. ``relaxed`` splits ties so both halves are balanced
     (not with (n,t): its natural supersets must be regions of the QI space, :data:`NT_RELAXED`).
-    ``progress`` is called after every round with {round, open, final, rows_open} (once, at the
-    end, when every round runs in one statement).
+    ``progress`` is called after every round with {round, open, classes (final so far), rows_open,
+    done (rows closed)} (once, at the end, when every round runs in one statement); the phases
+    (reading, coding, rounds, output, verification, loss, writing) go to :mod:`anonydb.events`.
     ``plan``: "recursive" runs every round in one recursive statement (DuckDB; not with (n,t) or
     (B,t)), "levelwise" one round at a time (a few statements each, portable), "auto" the
     recursive plan where it applies and the table is small (rows x QIs <= ONE_ATTEMPT_ROWS).
@@ -216,7 +218,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     with Publication(eng, [out], replace, sources=[source], seed=seed) as pub:
         order = pub.order
         with eng.scratch("mondrian") as s:
-            relation = open_source(eng, source, scratch=s)
+            run_events.phase("reading")
+            relation = open_source(eng, source, scratch=s, numeric=[c for c, k in (kinds or {}).items() if k == "numeric"])
             roles = resolve_roles(eng, relation, qi_cols, sensitive, ids, keep, kinds, label=str(source), person=person,
                                   pseudonymize=pseudonymize)
             types, columns = roles.types, roles.columns
@@ -244,12 +247,15 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                                f"SELECT count(*) FROM {ident(base)} WHERE _adb_own = 1")
             if total == 0:
                 raise InputError(f"{source} is empty: there is nothing to anonymize")
+            run_events.update(**{"persons" if person is not None and not varying else "rows": int(total)})
+            run_events.phase("coding", qis=len(qi_cols))
             qis = _code_qis(eng, s, base, qi_cols, types, kinds or {}, hierarchies, categorical)
             hq = _hierarchy_codes(eng, s, qis)
             planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, searched,
                                base, rid, total, types, hierarchies.get(sensitive) if sensitive else None, qi_cols, person, varying)
             planner.bind_members(hierarchies, kinds)
             rows, rounds, tree = planner.run(progress, plan)
+            run_events.phase("output")
             stage = pub.stage()
             records = total
             if varying:  # the rows partitioned are the records
@@ -279,6 +285,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                 released, n_classes = eng.fetch_rows(f"SELECT count(*), count(DISTINCT eq_class) "
                                                      f"FROM {ident(stage)}")[1][0]
             sa_h = {sensitive: hierarchies[sensitive]} if sensitive and sensitive in hierarchies else None
+            run_events.phase("verification")
             plain = [m for m in verify_models
                      if not isinstance(m, NTCloseness) and not getattr(m, "needs_members", False)]
             if not plain and columns.keep:  # the class-wise models below judge eq_class: kept columns may not split it
@@ -315,6 +322,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             report = pub.staged[stage]
             ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
             kmin = min(ks) if ks else None
+            run_events.phase("loss")
             if varying:  # the rows partitioned are records: per record, and per person of each class
                 counts = s.table(f"SELECT _adb_pid, count(DISTINCT _adb_p) AS _adb_n FROM {ident(rows)} GROUP BY 1")
                 utility = {"persons": int(total), "suppressed_persons": suppressed,
@@ -609,6 +617,8 @@ class _Planner:
         value (:meth:`row_columns`); rounds; partition tree, None from the recursive plan, which
         (n,t)-closeness, the tree's only reader, never takes)."""
         self.setup()
+        run_events.phase("rounds", total=int(self.total),
+                         unit="persons closed" if self.person and not self.varying else "rows closed")
         if plan == "recursive" or (plan == "auto" and self.recursive_ok()):
             return self._run_recursive(progress)
         return self._run_levelwise(progress)
@@ -659,7 +669,7 @@ class _Planner:
                                   f"FROM {ident(work)} AS w JOIN {ident(assign)} AS a ON {on}")
         self.assign = assign
         if progress:
-            progress({"round": int(rounds), "open": 0, "final": int(classes), "rows_open": 0})
+            progress({"round": int(rounds), "open": 0, "classes": int(classes), "rows_open": 0, "done": int(self.total)})
         return self.assign, int(rounds), None
 
     def _tuples(self) -> str | None:
@@ -687,10 +697,11 @@ class _Planner:
         self.tree = s.table(f"SELECT CAST(0 AS BIGINT) AS _adb_pid, CAST(NULL AS BIGINT) AS _adb_parent, "
                             f"CAST({self.total} AS BIGINT) AS _adb_n")
         rnd, next_id, n_parts, n_rows, largest = 0, 1, 1, self.total, self.total
+        closed = 0  # final partitions so far
         fragment_rows = getattr(e, "fragment_rows", 0) if self._fragments_supported() is None else 0
         while n_parts:
             if largest <= fragment_rows:  # every open partition fits one worker: finish each there
-                rnd = self._finish_fragments(rnd, n_parts, progress)
+                rnd = self._finish_fragments(rnd, n_parts, progress, closed)
                 break
             rnd += 1
             mark = len(s.names)
@@ -751,8 +762,10 @@ class _Planner:
                 self.work = s.put(f"work{rnd % 2}", self.render("mondrian_relabel.sql.j2", work=self.work,
                                                                cuts=chosen, children=children,
                                                                with_qid=bool(self.bt)))
+            closed += n_parts - n_cut
             if progress:
-                progress({"round": rnd, "open": n_children, "final": n_parts - n_cut, "rows_open": int(rows_open)})
+                progress({"round": rnd, "open": n_children, "classes": closed, "rows_open": int(rows_open),
+                          "done": int(self.total - rows_open)})
             next_id += n_children
             n_parts, n_rows = n_children, int(rows_open)
             if n_children and old not in s.slots.values():  # the set-up's rows
@@ -769,7 +782,7 @@ class _Planner:
             return "t-closeness with ordered EMD joins with ASOF, which DuckDB does not run inside a recursive statement"
         return None
 
-    def _finish_fragments(self, rnd: int, n_parts: int, progress=None) -> int:
+    def _finish_fragments(self, rnd: int, n_parts: int, progress=None, closed: int = 0) -> int:
         """Every open partition's subtree at once, on the engine's workers (Spark: one grouped step;
         each group, one open partition's rows, runs the one-statement recursive plan in an embedded
         DuckDB, with the whole table's distribution and hierarchy codes as small side tables).
@@ -793,7 +806,8 @@ class _Planner:
                   f"JOIN {ident(self.work)} AS w ON w._adb_rid = d._adb_rid")
         levels, classes = e.fetch_rows(f"SELECT max(_adb_lvl), count(DISTINCT _adb_pid) FROM {ident(done)}")[1][0]
         if progress:
-            progress({"round": rnd + int(levels or 0), "open": 0, "final": int(classes), "rows_open": 0})
+            progress({"round": rnd + int(levels or 0), "open": 0, "classes": closed + int(classes), "rows_open": 0,
+                      "done": int(self.total)})
         return rnd + int(levels or 0)
 
     def _advance_nt(self, children: str, sides: str) -> None:

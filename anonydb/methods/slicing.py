@@ -42,6 +42,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from .. import events as run_events
 from ..engines.base import Engine
 from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable
@@ -197,6 +198,7 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
         ranges = [float(r) if r and r > 0 else 1.0 for r in ranges]
         part = _Partitioner(eng, s, model, tup, len(plain), ranges, min_bucket, tries or len(dims), n_tup)
         part.check_root(sensitive, cols)
+        run_events.phase("rounds")
         rounds = part.run(progress)
 
         # the release: staged, verified, swapped in
@@ -209,6 +211,7 @@ def slicing(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
                                                       vals=vals, rid=vrid, attrs=col,
                                                       key=order.key64(eng, f"slicing/column/{i}")))
             staged = list(pub.staged)
+            run_events.phase("verification")
             verdict = verify(eng, vals, list(zip(staged, cols)), sensitive, model)
             pub.attach(staged, verdict.holds, verdict.format())
             stats = eng.fetch_rows(f"SELECT count(*), min(n), avg(n), max(n) FROM (SELECT count(*) AS n FROM "

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from .. import events
 from ..engines.base import Engine
 from ..errors import AnonyDBError, InputError, option
 from ..pseudonyms import load_key, pseudonym_sql
@@ -394,6 +395,7 @@ def verify_published(eng: Engine, stage: str, sensitive: str | None, models: lis
     ``exclude``: columns an internal caller drops before publishing (not judged)."""
     from ..checker import check
 
+    events.phase("verification")
     person = check_args.get("person")
     cols = [c for c, _ in eng.columns(stage) if c != sensitive and c not in set(exclude) and c != person]
     report = check(stage, cols, sensitive, models=models, engine=eng, max_groups=3, **check_args)
@@ -501,6 +503,7 @@ class Publication:
         ledger.stage_members(self.eng, self, stage, key, groups, sensitive, values, counterfeits, rows)
 
     def stage(self, role: str = "release") -> str:
+        events.phase("output")
         name = stage_name(role, self.eng)
         self.staged[name] = None
         return name
@@ -545,6 +548,7 @@ class Publication:
 
     def commit(self, pairs: list[tuple[str, str]], as_view: bool = False, view: tuple[str, str] | None = None) -> None:
         """Swap the verified stages into their targets in one transaction."""
+        events.phase("writing", table=", ".join(out for _, out in pairs))
         unverified = [st for st, _ in pairs if self.staged.get(st) is None]
         if unverified:
             raise AnonyDBError(f"internal error: {', '.join(unverified)} was not verified; nothing was written")

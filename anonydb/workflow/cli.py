@@ -133,14 +133,20 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    help="c-confident check of a generalized release: the private table it was made from")
 
 
+#: the files this run's --export wrote, named after the result (:func:`_after_build`)
+_WRITTEN: list[str] = []
+
+
 def _export(engine, table: str, path: str) -> None:
     """Write ``table`` (a table or view) to a .csv or .parquet file, atomically (checked by
     :func:`_export_targets` before the run)."""
     from pathlib import Path
 
+    from .. import events
     from ..release.publish import export
 
-    export(engine, [(table, Path(path))])
+    events.phase("writing")
+    _WRITTEN.extend(export(engine, [(table, Path(path))]))
 
 
 def _inputs(args: argparse.Namespace) -> list[str]:
@@ -150,9 +156,10 @@ def _inputs(args: argparse.Namespace) -> list[str]:
     return [x for x in out if x]
 
 
-def _export_targets(args: argparse.Namespace) -> None:
+def _export_targets(args: argparse.Namespace) -> list[str]:
     """Refuse, before any work, an export path that exists (without --replace), is an input, or
-    cannot be written; say so when the release will not be kept (no --db, no --export)."""
+    cannot be written. Returns the notes to print once the release is built: that it will not be
+    kept (no --db, no --export)."""
     from pathlib import Path
 
     from ..release.publish import guard_file
@@ -162,12 +169,12 @@ def _export_targets(args: argparse.Namespace) -> None:
     spark = is_spark_url(args.db)
     if not args.export:
         if not args.db:
-            print("anonydb: note: no --db and no --export: the release is built and verified in memory, then "
-                  "discarded", file=sys.stderr)
-        elif spark and (args.db == "spark" or args.db.startswith("local[")):
-            print("anonydb: note: a local Spark session's catalog ends with the run: the release is built and "
-                  "verified, then discarded; keep it with --export out.parquet", file=sys.stderr)
-        return
+            return ["no --db and no --export: the release was built and verified in memory, then discarded; "
+                    "keep it with --db FILE or --export out.csv"]
+        if spark and (args.db == "spark" or args.db.startswith("local[")):
+            return ["a local Spark session's catalog ends with the run: the release was built and verified, then "
+                    "discarded; keep it with --export out.parquet"]
+        return []
     if Path(args.export).suffix.lower() not in (".csv", ".parquet"):
         raise InputError(f"--export must end in .csv or .parquet, got {args.export!r}")
     if spark and Path(args.export).suffix.lower() == ".csv":
@@ -179,6 +186,18 @@ def _export_targets(args: argparse.Namespace) -> None:
     targets = [path.with_name(f"{path.stem}_{p}{path.suffix}") for p in ("qit", "st")] if pair else [path]
     for t in targets:
         guard_file(t, args.replace, _inputs(args))
+    return []
+
+
+def _after_build(args: argparse.Namespace, notes: list[str]) -> None:
+    """After a release was built: the files --export wrote (a QIT/ST pair is two), then the notes."""
+    if _WRITTEN and not args.json:
+        if len(_WRITTEN) > 1:
+            print(f"  exported {len(_WRITTEN)} files for --export {args.export}: {', '.join(_WRITTEN)}")
+        else:
+            print(f"  exported: {_WRITTEN[0]}")
+    for note in notes:
+        print(f"anonydb: note: {note}", file=sys.stderr)
 
 
 def _delta_arg(text: str):
@@ -262,13 +281,74 @@ PERSON_HELP = ("the column naming each record's owner (e.g. a patient id): every
                "not rows; never published as it is")
 
 
+#: each command's example in its --help (tests/test_help.py parses them): the command, as run from the
+#: root of anonydb's repository (Adult in ../shared/datasets/adult), and what it does
+ADULT = "../shared/datasets/adult/adult.csv"
+EXAMPLES = {
+    "check": (f"anonydb check {ADULT} --qi age,sex,race --sensitive occupation --k 5 --l 3",
+              "whether Adult is 5-anonymous and 3-diverse; exit 1 lists the failing groups"),
+    "anonymize": (f"anonydb anonymize {ADULT} --qi age,sex,race,education --sensitive occupation --k 10 --l 3 "
+                  "--out adult_k10 --db adult.duckdb",
+                  "a Mondrian release of Adult, verified 10-anonymous and 3-diverse: adult_k10"),
+    "release": ("anonydb release release.yaml",
+                "run release.yaml (docs/releases.md has one for Adult) and write its release"),
+    "releases": ("anonydb releases --db visits.duckdb --series visits_monthly",
+                 "the ledger entries of series visits_monthly (the README's monthly job)"),
+    "plan": ("anonydb plan release.yaml",
+             "the SQL release.yaml runs, each template once with its count; nothing written"),
+    "report": (f"anonydb report adult_k10 --db adult.duckdb --qi age,sex,race,education --sensitive occupation "
+               f"--k 10 --l 3 --original {ADULT} --html report.html",
+               "re-check anonymize's example release; verdicts, risk and loss to report.html"),
+    "audit": (f"anonydb audit adult_l5 --db adult.duckdb --source {ADULT} --qi age,sex,race --sensitive occupation "
+              "--l 5",
+              "attack adult_l5 (anonymize --method anatomy --l 5) with rules mined from Adult"),
+    "evaluate": (f"anonydb evaluate adult_k10 --db adult.duckdb --qi age,sex,race,education --sensitive occupation "
+                 f"--source {ADULT}",
+                 "attacks, risk, P_loss and U_loss of anonymize's example release adult_k10"),
+    "tradeoff": (f"anonydb tradeoff {ADULT} --qi age,sex,race,education --sensitive occupation "
+                 "--setting 'mondrian:k=10|100' --setting anatomy:l=4",
+                 "three releases of Adult, P_loss and U_loss; * marks the efficient frontier"),
+    "risk": (f"anonydb risk {ADULT} --qi age,sex,race,marital-status,education --fraction 0.1",
+             "Adult's re-identification risk, read as a 10% sample of its population"),
+    "sql": ("anonydb sql --out anonydb.sql",
+            "write the script; `.read anonydb.sql` in the DuckDB CLI installs its macros"),
+    "demo": ("anonydb demo --rows 10000 --k 10",
+             "10,000 synthetic persons: check, generalize to k=10, l=3, t=0.3, then Mondrian"),
+}
+
+
+def _about(name: str, summary: str) -> dict[str, Any]:
+    """add_parser's keywords for a command: its summary (in `anonydb --help` and atop its own help) and its
+    example (EXAMPLES) below its options, continued with a backslash between options to fit 80 columns."""
+    import textwrap
+
+    command, what = EXAMPLES[name]
+    units: list[str] = []  # an option with its value
+    for word in command.split():
+        if units and units[-1].startswith("-") and " " not in units[-1] and not word.startswith("-"):
+            units[-1] += " " + word
+        else:
+            units.append(word)
+    lines = [units[0]]
+    for u in units[1:]:
+        lines[-1:] = [f"{lines[-1]} {u}"] if len(lines[-1]) + len(u) < 72 else [lines[-1], u]
+    return dict(help=summary, description=textwrap.fill(summary, 78), epilog="example:\n  "
+                + " \\\n      ".join(lines) + f"\n  {what}", formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="anonydb", description="SQL-native anonymization checks inside DuckDB")
+    ap = _Parser(prog="anonydb", description="Check tables against privacy models, write verified releases "
+                 "(Mondrian, Anatomy, full-domain, slicing, Injector, m-invariant series), measure their risk and "
+                 "attack them, and keep a ledger of releases, all in SQL on DuckDB (default), PostgreSQL or Spark. "
+                 "Run `anonydb COMMAND --help` for a command's options and an example (its paths are relative to the "
+                 "root of anonydb's repository).")
     ap.add_argument("--version", action="version", version=f"anonydb {__version__}")
     ap.add_argument("--debug", action="store_true", help="on an error, also print the traceback")
-    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND",
+                            help="one of the commands below")
 
-    c = sub.add_parser("check", help="check which privacy models a table or CSV/Parquet file meets")
+    c = sub.add_parser("check", **_about("check", "check which privacy models a table or CSV/Parquet file meets, "
+                                                  "listing the groups that fail (exit 1 if one fails)"))
     c.add_argument("source", help="a table or view in --db, or a CSV/Parquet file")
     c.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
     c.add_argument("--sensitive", help="the sensitive attribute")
@@ -282,7 +362,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--max-groups", type=int, default=20, help="violating groups listed per model (default 20)")
     _add_model_args(c)
 
-    a = sub.add_parser("anonymize", help="Mondrian: write a release that meets the privacy models, verified first")
+    a = sub.add_parser("anonymize", **_about("anonymize", "write a release that meets the privacy models, verified "
+                                             "before it is written: --method mondrian (default), anatomy, fulldomain, "
+                                             "slicing, injector or minvariant"))
     a.add_argument("source", help="a table or view in --db, or a CSV/Parquet file")
     a.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
     a.add_argument("--sensitive", help="the sensitive attribute")
@@ -377,24 +459,26 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--json", action="store_true", help="print the result (utility, verification) as JSON")
     _add_model_args(a)
 
-    r = sub.add_parser("release", help="run a YAML release spec end to end: load, anonymize, verify, materialize, "
-                                       "report")
+    r = sub.add_parser("release", **_about("release", "run a YAML release spec end to end: load, anonymize, verify, "
+                                                      "materialize, report"))
     r.add_argument("spec", help="the release spec (YAML)")
     r.add_argument("--db", help=DB_HELP + " (overrides the spec's database:)")
     r.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress display (it is shown only on a terminal)")
 
-    ledgercmd.add_parser(sub, DB_HELP, ENGINE_HELP)
+    ledgercmd.add_parser(sub, DB_HELP, ENGINE_HELP, _about)
 
-    p = sub.add_parser("plan", help="print the SQL a release spec would run, without touching the database")
+    p = sub.add_parser("plan", **_about("plan", "print the SQL a release spec runs, replayed on a scratch in-memory "
+                                                "copy of its source: nothing is written"))
     p.add_argument("spec", help="the release spec (YAML)")
     p.add_argument("--db", help=DB_HELP + " holding the source (read only)")
     p.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     p.add_argument("--all", action="store_true", help="every statement (default: each template once, with its count)")
 
-    rp = sub.add_parser("report", help="write a report (HTML and/or JSON) of a release: verdicts, class sizes, "
-                                       "risk, information loss")
+    rp = sub.add_parser("report", **_about("report", "re-check a release (a spec's, or a table or file) and report it "
+                                                     "as JSON or an HTML page: verdicts, class sizes, risk, "
+                                                     "information loss"))
     rp.add_argument("source", help="a release spec (.yaml: reports its existing release), or a table/CSV/Parquet file")
     _add_model_args(rp)
     rp.add_argument("--qi", help="quasi-identifiers, comma-separated (a table's report)")
@@ -410,8 +494,8 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--html", metavar="PATH", help="write the HTML report here")
     rp.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    au = sub.add_parser("audit", help="attack an existing release with background knowledge mined from its source: "
-                                      "rule-based (--l) or distribution-based (--b, --t)")
+    au = sub.add_parser("audit", **_about("audit", "attack an existing release with background knowledge mined from "
+                                                   "its source: rule-based (--l) or distribution-based (--b, --t)"))
     au.add_argument("release", help="the release: NAME with tables NAME_qit and NAME_st (Anatomy, Injector); a "
                                     "table with a group column (--group) and the exact QIs (a sliced release whose "
                                     "QIs share one column, a bucketized table); or a generalized table with --key")
@@ -439,8 +523,10 @@ def _parser() -> argparse.ArgumentParser:
     au.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     au.add_argument("--json", action="store_true", help="print the result as JSON")
 
-    ev = sub.add_parser("evaluate", help="what a release leaks: homogeneity, similarity, re-identification risk, "
-                                         "P_loss/U_loss, and the foreground-knowledge attack")
+    ev = sub.add_parser("evaluate", **_about("evaluate", "measure what a release leaks and keeps: homogeneity and "
+                                                         "similarity attacks, re-identification risk, P_loss, U_loss "
+                                                         "(with --source), the foreground-knowledge attack "
+                                                         "(--foreground)"))
     ev.add_argument("release", help="NAME with tables NAME_qit and NAME_st, or a table/file with one row per record "
                                     "and a group column")
     ev.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
@@ -467,8 +553,9 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
     ev.add_argument("--json", action="store_true", help="print the evaluation as JSON")
 
-    tr = sub.add_parser("tradeoff", help="anonymize once per setting and plot P_loss against U_loss (the efficient "
-                                         "frontier)")
+    tr = sub.add_parser("tradeoff", **_about("tradeoff", "anonymize once per --setting and compare P_loss with "
+                                                         "U_loss: the efficient frontier, as a table or an HTML plot "
+                                                         "(--html)"))
     tr.add_argument("source", help="a table or view in --db, or a CSV/Parquet file")
     tr.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
     tr.add_argument("--sensitive", required=True, help="the sensitive attribute")
@@ -484,19 +571,23 @@ def _parser() -> argparse.ArgumentParser:
 
     from . import riskcmd
 
-    riskcmd.add_parser(sub, DB_HELP, ENGINE_HELP, PERSON_HELP)
+    riskcmd.add_parser(sub, DB_HELP, ENGINE_HELP, PERSON_HELP, _about)
 
-    q = sub.add_parser("sql", help="write anonydb's SQL script: the checks as DuckDB table macros, for `.read` in the "
-                                   "DuckDB CLI or any client, with no Python")
+    q = sub.add_parser("sql", **_about("sql", "write anonydb as one SQL script of DuckDB table macros (the checks, "
+                                              "generalization, Mondrian, Anatomy, risk), for `.read` in the DuckDB "
+                                              "CLI or any client, with no Python"))
     q.add_argument("--out", metavar="PATH", help="write the script here (default: print it)")
     q.add_argument("--replace", action="store_true", help="replace PATH if it exists")
 
-    d = sub.add_parser("demo", help="generate a synthetic census table in memory, generalize it and check it")
+    d = sub.add_parser("demo", **_about("demo", "the whole job on a synthetic census table in memory: check it, "
+                                                "generalize it until k, l and t hold, then a Mondrian release"))
     d.add_argument("--rows", type=int, default=100_000, help="rows of the synthetic table (default 100000)")
     d.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
-    d.add_argument("--k", type=int, default=5)
-    d.add_argument("--l", type=float, default=3)
-    d.add_argument("--t", type=float, default=0.3)
+    d.add_argument("--k", type=int, default=5, help="k-anonymity the releases must meet (default 5)")
+    d.add_argument("--l", type=float, default=3, help="distinct l-diversity of occupation the releases must meet "
+                                                      "(default 3)")
+    d.add_argument("--t", type=float, default=0.3, help="t-closeness of occupation the releases must meet "
+                                                        "(default 0.3)")
     return ap
 
 
@@ -533,6 +624,9 @@ def _demo(args) -> int:
     return run_demo(rows=args.rows, seed=args.seed, k=args.k, l=_int_if_whole(args.l), t=args.t)
 
 
+#: the commands that show their phases on stderr (a live line on a terminal, a line a phase elsewhere)
+SHOW_PROGRESS = ("anonymize", "release")
+
 #: the signal that stopped the run, if one did
 _STOPPED_BY: list[str] = []
 
@@ -568,9 +662,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():  # elsewhere the caller owns the signals
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous[sig] = signal.signal(sig, _on_signal)
+    from .progress import Progress
+
+    args.progress = Progress(enabled=args.command in SHOW_PROGRESS and not getattr(args, "quiet", False))
+    _WRITTEN.clear()
     try:
         _use_engine(args)
-        return _COMMANDS[args.command](args)
+        with args.progress.running():
+            return _COMMANDS[args.command](args)
     except (KeyboardInterrupt, Interrupted, Exception) as e:  # noqa: BLE001 -- every error is 2 and one line
         stopped = _STOPPED_BY or _engine._STOP
         if stopped or isinstance(e, (KeyboardInterrupt, Interrupted)):
@@ -653,22 +752,23 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _anonymize(args: argparse.Namespace) -> int:
-    import json
+    """anonymize: the release, then what its --export wrote and the notes (never before an error)."""
+    notes = _export_targets(args)
+    code = _build(args)
+    _after_build(args, notes)
+    return code
 
+
+def _build(args: argparse.Namespace) -> int:
     from ..hierarchy import parse_hierarchy_arg
-    from ..methods import anonymize
     from ..schema import split_list
 
     hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
     kinds = {c: "numeric" for c in split_list(args.numeric, "--numeric")}
-    _export_targets(args)
     if args.keep and args.method in ("slicing", "injector"):
         raise InputError(f"--keep: --method {args.method} publishes only its quasi-identifiers and the sensitive "
                          f"attribute")
-
-    from .progress import Progress
-
-    progress = Progress(enabled=False if args.quiet else None)
+    progress = args.progress
 
     slicing_only = [f"--{n.replace('_', '-')}" for n in ("columns", "sensitive_column_size", "column_k", "tries")
                     if getattr(args, n) is not None]
@@ -749,11 +849,11 @@ def _dispatch(args: argparse.Namespace, engine: Any, hierarchies: dict, kinds: d
             bt=[_bt_arg(x, args.qi) for x in args.bt] or None, bt_distance=args.bt_distance, person=args.person,
             pseudonymize=args.pseudonymize, secret_file=args.secret_file, varying=args.varying_qis,
             max_suppression=args.max_suppression, **_extra(args))
-        progress.done()
         if args.export:
             _export(engine, args.out, args.export)
     finally:
         engine.close()
+    args.progress.done()  # its last line before the result
     if args.json:
         print(json.dumps({"table": result.table, "rows": result.rows, "classes": result.classes,
                           "rounds": result.rounds, "seconds": result.seconds, "utility": result.utility,
@@ -766,11 +866,10 @@ def _dispatch(args: argparse.Namespace, engine: Any, hierarchies: dict, kinds: d
 def _release(args: argparse.Namespace) -> int:
     import json
 
-    from .progress import Progress
     from .jobs import run_spec
     from .reporting import release_report
 
-    progress = Progress(enabled=False if args.quiet else None)
+    progress = args.progress
     rel = run_spec(args.spec, db=args.db, progress=progress)
     progress.done()
     try:
@@ -788,12 +887,16 @@ def _release(args: argparse.Namespace) -> int:
             where = ", ".join(rel.files) if rel.files else ", ".join(f"{k}: {v}" for k, v in rel.tables.items())
             print(f"released {rel.rows} rows to {where} in {rel.seconds:.2f} s ({len(rel.sql)} statements)")
             sp = rel.spec
-            for path in (sp.report_html, sp.report_json) if sp else ():
-                if path:
-                    print(f"report: {path}")
+            paths = [p for p in ((sp.report_html, sp.report_json) if sp else ()) if p]
+            if paths:  # the verdict as the report's page states it (reporting.verdict_line), then where it is
+                from .reporting import release_verdicts, verdict_line
+
+                print(f"verdict: {verdict_line({'holds': rel.holds, 'verdicts': release_verdicts(rel)})}")
+            for path in paths:
+                print(f"report: {path}")
     finally:
         rel.engine.close()
-    return 0
+    return 0 if rel.holds else 1
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -839,7 +942,10 @@ def _report(args: argparse.Namespace) -> int:
         write_report(rep, html=args.html)
     if args.json or not args.html:
         print(json.dumps(rep, indent=2))
-    elif args.html:
+    elif args.html:  # the verdict the page states (reporting.verdict_line), then where the page is
+        from .reporting import verdict_line
+
+        print(f"verdict: {verdict_line(rep)}")
         print(f"report: {args.html}")
     return 0 if rep["holds"] else 1
 
@@ -858,12 +964,11 @@ def _fulldomain(args: argparse.Namespace, engine, hierarchies, progress=None) ->
                        replace=args.replace, seed=args.seed, k=args.k, l=_int_if_whole(args.l),
                        l_variant=args.l_variant, c=args.c, t=args.t, distance=args.distance, alpha=args.alpha,
                        delta=args.delta, reference=args.reference, progress=progress, **_extra(args))
-        if progress:
-            progress.done()
         if args.export:
             _export(engine, args.out, args.export)
     finally:
         engine.close()
+    args.progress.done()  # its last line before the result
     if args.json:
         qi = split_list(args.qi, "--qi")
         print(json.dumps({"levels": [r.levels[q] for q in qi], "qi": qi, "metric": args.metric, "value": r.metric,
@@ -929,6 +1034,7 @@ def _presence(args: argparse.Namespace, hierarchies) -> int:
             _export(engine, args.out, args.export)
     finally:
         engine.close()
+    args.progress.done()  # its last line before the result
     if args.json:
         print(json.dumps({"table": r.table, "method": r.method, "rows": r.rows, "public_rows": r.public_rows,
                           "classes": r.classes, "levels": r.levels, "k_map": r.k_map, "seconds": r.seconds,
@@ -958,6 +1064,7 @@ def _sfalm(args: argparse.Namespace, hierarchies) -> int:
             _export(engine, args.out, args.export)
     finally:
         engine.close()
+    args.progress.done()  # its last line before the result
     if args.json:
         print(json.dumps({"table": r.table, "levels": r.levels, "lm": r.lm, "dm": r.dm, "rows": r.rows,
                           "classes": r.classes, "evaluated": r.evaluated, "lattice": r.lattice, "seconds": r.seconds,
@@ -986,13 +1093,12 @@ def _slicing(args: argparse.Namespace, engine, hierarchies, progress=None) -> in
                     columns=cols, alpha=args.sensitive_column_size, bins=args.bins, tries=args.tries,
                     column_k=args.column_k, hierarchies=hierarchies, seed=args.seed, replace=args.replace,
                     membership=args.membership, progress=progress)
-        if progress:
-            progress.done()
         m = r.membership
         if args.export:
             _export(engine, r.view, args.export)
     finally:
         engine.close()
+    args.progress.done()  # its last line before the result
     if args.json:
         print(json.dumps({"view": r.view, "tables": r.tables, "columns": r.columns, "rows": r.rows,
                           "buckets": r.buckets, "rounds": r.rounds, "seconds": r.seconds, "sizes": r.sizes,
@@ -1142,6 +1248,7 @@ def _injector(args: argparse.Namespace, engine, hierarchies) -> int:
             _export_pair(engine, result, args.export)
     finally:
         engine.close()
+    args.progress.done()  # its last line before the result
     if args.json:
         print(json.dumps({"qit": result.qit, "st": result.st, "rows": result.rows, "groups": result.groups,
                           "rules": result.rules, "rules_total": result.rules_total,
@@ -1280,6 +1387,7 @@ def _anatomy(args: argparse.Namespace, engine) -> int:
             _export_pair(engine, result, args.export)
     finally:
         engine.close()
+    args.progress.done()  # its last line before the result
     if args.json:
         print(json.dumps({"qit": result.qit, "st": result.st, "rows": result.rows, "groups": result.groups,
                           "seconds": result.seconds, "verification": result.report.to_dict(),

@@ -17,6 +17,8 @@ from ..datasets import CENSUS_IDENTIFIERS, CENSUS_QIS, EDUCATION, MARITAL_STATUS
 from ..engines.duckdb import DuckDBEngine
 from ..generalize import generalize
 from ..hierarchy import Hierarchy
+from ..release.publish import row_order
+from ..sqlgen import ident, literal
 
 #: level vectors over (age, sex, race, marital_status, education, workclass, zip, hours_per_week)
 LADDER = [
@@ -62,20 +64,25 @@ def run_demo(rows: int = 100_000, seed: int = 42, k: int = 5, l: float = 3, t: f
         print("\n== the raw table ==")
         print(raw.format(max_groups=3))
         hier = census_hierarchies()
+        order = row_order(engine)
+        print("\n== generalize: a ladder of ever coarser level vectors (0 = as is), one SQL statement each ==")
         for vector in LADDER:
             levels = dict(zip(CENSUS_QIS, vector))
             keep = CENSUS_QIS + ["occupation"]  # nothing without a role is published
             t1 = time.perf_counter()
-            generalize(engine, "census", levels, hier, out="release", keep=keep, replace=True)
+            # published in a secret order: a row's place says nothing of its source row (person_id)
+            gen = generalize(engine, "census", levels, hier, keep=keep + ["person_id"])
+            engine.execute(f"CREATE OR REPLACE TABLE release AS SELECT {', '.join(ident(c) for c in keep)} "
+                           f"FROM ({gen.sql}) AS g ORDER BY md5(CAST(person_id AS VARCHAR) || {literal(order.key)})")
             report = check("release", CENSUS_QIS, "occupation", engine=engine, max_groups=3, **params)
             took = time.perf_counter() - t1
             summary = ", ".join(f"{v.model.split(' ')[0]} {'ok' if v.holds else 'fails'}" for v in report.verdicts)
-            print(f"\nlevels {levels}: {report.groups} groups; {summary} ({took:.2f} s)")
+            print(f"levels {format_levels(levels)}: {report.groups} groups ({took:.2f} s)\n    {summary}")
             if report.holds:
                 print("\n== the release (QIs and occupation; no other column is published) ==")
                 print(report.format(max_groups=3))
-                sample = engine.fetch("SELECT * FROM release ORDER BY age, zip, occupation LIMIT 5")
-                print("\nfirst rows of table release:")
+                sample = engine.fetch("SELECT * FROM release LIMIT 5")  # as published: no ORDER BY
+                print("\nfirst rows of table release, as published (in a secret random order):")
                 for r in sample:
                     print("  ", _short_row(r))
                 break
@@ -89,7 +96,7 @@ def run_demo(rows: int = 100_000, seed: int = 42, k: int = 5, l: float = 3, t: f
                            identifiers=list(CENSUS_IDENTIFIERS), categorical="order", **params)
         print(result.format())
         sample = engine.fetch("SELECT eq_class, age, sex, zip, education, occupation FROM mondrian_release LIMIT 3")
-        print("first rows of table mondrian_release:")
+        print("\nfirst rows of table mondrian_release, as stored (in its secret random order):")
         for r in sample:
             print("  ", _short_row(r))
         return 0
@@ -97,14 +104,33 @@ def run_demo(rows: int = 100_000, seed: int = 42, k: int = 5, l: float = 3, t: f
         engine.close()
 
 
-def short(value: object, width: int = 40) -> str:
-    """A value as printed: a long label (a value set of ~130 zip codes) cut to ``width`` characters
-    with the number of values it lists."""
+def format_levels(levels: dict[str, int]) -> str:
+    """A level vector as printed: ``age=2 sex=0 ...``, every QI in the ladder's order (0 = as is)."""
+    return " ".join(f"{name}={level}" for name, level in levels.items())
+
+
+def short(value: object, width: int = 32) -> str:
+    """A value as printed. A label longer than ``width`` characters is cut, never inside a value: a
+    value set (``{a, b, c, ...}``, as Mondrian labels them) after the last whole value that fits,
+    then the number of values left out (``{46225, 46227, 46228, +66 more}``; the first value is
+    always shown whole); any other label after its last whole word that fits, then `` ...``."""
     text = str(value)
     if len(text) <= width:
         return text
-    n = text.count(", ") + 1 if text.startswith("{") else None
-    return text[:width - 5].rstrip(", ") + " ..." + (f"}} ({n} values)" if n else "")
+    if text.startswith("{") and text.endswith("}"):
+        values = text[1:-1].split(", ")
+
+        def cut(shown: int) -> str:
+            return "{" + ", ".join(values[:shown]) + f", +{len(values) - shown} more}}"
+
+        shown = 1
+        while shown + 1 < len(values) and len(cut(shown + 1)) <= width:
+            shown += 1
+        return cut(shown) if len(cut(shown)) < len(text) else text
+    head = text[:width - 4]
+    if text[width - 4] != " " and " " in head:  # the last word does not fit whole
+        head = head[:head.rfind(" ")]
+    return head.rstrip(" ,;") + " ..."
 
 
 def _short_row(row: dict) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from .. import events
 from ..engines import is_postgres_url, is_spark_url
 from ..engines.duckdb import DuckDBEngine
 from ..engines.base import Engine
@@ -449,6 +450,7 @@ def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files:
         if write_files and (sp.report_html or sp.report_json):
             from .reporting import release_report, write_report
 
+            events.phase("report")
             rep = release_report(rel)
             if files_out:
                 rep["title"], rep["tables"] = f"anonydb release {sp.table}", {}
@@ -495,6 +497,7 @@ def _run_linked(sp: Spec, eng: Engine) -> Release:
     if sp.report_html or sp.report_json:
         from .reporting import release_report, write_report
 
+        events.phase("report")
         write_report(release_report(rel), html=sp.report_html, json_path=sp.report_json)
     return rel
 
@@ -542,6 +545,7 @@ def _parts(rel: Release, sp: Spec) -> list[tuple[str, Path]]:
 
 def _write_files(eng: Engine, rel: Release, sp: Spec) -> list[str]:
     """COPY every part to a temporary file beside its target, then rename all into place."""
+    events.phase("writing")
     parts = _parts(rel, sp)
     for _, path in parts:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -564,7 +568,7 @@ def spec_report(spec: Spec | str | Path, *, db: str | None = None, threshold: fl
     from ..methods.anatomy import verify as verify_anatomy
     from ..methods.slicing import verify as verify_slicing
     from ..models.sliced_diversity import SlicedLDiversity
-    from .reporting import class_sizes, generalized_share, table_report
+    from .reporting import class_sizes, table_report
 
     sp = spec if isinstance(spec, Spec) else load_spec(spec)
     files = sp.format in ("parquet", "csv")
@@ -623,18 +627,17 @@ def spec_report(spec: Spec | str | Path, *, db: str | None = None, threshold: fl
                                      f"{sp.table!r} are missing")
                 tables = [(t, [c for c, _ in eng.columns(t) if c not in ("bucket_id", "row_in_bucket")]) for t in names]
                 verdict = verify_slicing(eng, src, tables, sp.sensitive, SlicedLDiversity(mp["l"]))
-                out = table_report(eng, view, sp.qi, None, class_column="bucket_id", threshold=threshold)
+                out = table_report(eng, view, sp.qi, None, class_column="bucket_id", threshold=threshold,
+                                   original=src, ncp_hierarchies=sp.hierarchies or None)  # loss: share and NCP
                 out["verdicts"] = [{"model": verdict.model, "holds": verdict.holds,
                                     "achieved": {"max p(t,s)": verdict.worst}, "violating_groups": verdict.violators,
                                     "note": ""}]
                 out["holds"] = verdict.holds
-                out["loss"] = {"measure": "share of released values that are not original values",
-                               "by_qi": generalized_share(eng, view, src, sp.qi)}
             elif "k_map" in mp:  # re-checked against the public table
                 from ..presence import check_presence
 
                 out = table_report(eng, parts["release"], sp.qi, sp.sensitive, original=src, class_column="eq_class",
-                                   threshold=threshold)
+                                   threshold=threshold, ncp_hierarchies=sp.hierarchies or None)
                 rep = check_presence(parts["release"], sp.public, sp.qi, k_map=mp["k_map"], engine=eng,
                                      hierarchies={q: h for q, h in sp.hierarchies.items() if q in sp.qi} or None,
                                      max_groups=5)
@@ -642,7 +645,7 @@ def spec_report(spec: Spec | str | Path, *, db: str | None = None, threshold: fl
             else:
                 h = {sp.sensitive: sp.hierarchies[sp.sensitive]} if sp.sensitive in sp.hierarchies else None
                 out = table_report(eng, parts["release"], sp.qi, sp.sensitive, original=src, class_column="eq_class",
-                                   threshold=threshold, hierarchies=h, **mp)
+                                   threshold=threshold, hierarchies=h, ncp_hierarchies=sp.hierarchies or None, **mp)
             out.update(title=f"anonydb release {sp.table}", method=sp.method, spec=sp.raw, spec_path=sp.path,
                        tables={} if files else dict(parts),
                        files=[str(base if r == "release" else base.with_name(f"{base.stem}_{r}{base.suffix}"))

@@ -10,15 +10,18 @@ from typing import Any, Callable
 from ..errors import InputError
 
 
-def add_parser(sub: Any, db_help: str, engine_help: str) -> None:
-    ls = sub.add_parser("releases", help="list the release ledger of a database (anonydb_releases), or drop an "
-                                        "entry with --drop ID")
+def add_parser(sub: Any, db_help: str, engine_help: str,
+               about: Callable[[str, str], dict] = lambda name, summary: {"help": summary}) -> None:
+    """``about``: add_parser's keywords for a command and its summary (the CLI's adds its help example)."""
+    ls = sub.add_parser("releases", **about("releases", "list the release ledger of a database (anonydb_releases), "
+                                                        "or drop entries from it with --drop ID"))
     ls.add_argument("--db", help=db_help)
     ls.add_argument("--engine", metavar="ENGINE", help=engine_help)
     ls.add_argument("--series", metavar="NAME", help="only this series")
     ls.add_argument("--ledger-schema", metavar="SCHEMA", help="the schema holding the ledger (default: the current one)")
     ls.add_argument("--drop", type=int, action="append", metavar="ID",
-                    help="remove this entry (and its fingerprints) from the ledger; the released tables stay")
+                    help="remove this entry (and its fingerprints) from the ledger, repeatable; the released "
+                         "tables stay")
     ls.add_argument("--json", action="store_true", help="print the entries as JSON")
 
 
@@ -42,6 +45,7 @@ def next_release(args: argparse.Namespace, engine: Any, track: Any, whole: Calla
                            **({"k": args.k} if args.k else {}), **({"l": whole(args.l)} if args.l else {}))
     finally:
         engine.close()
+    args.progress.done()  # its last line before the result
     if track.staged.get("id") is not None and not args.json:
         print(result.format())
         print(f"  ledger: release {track.staged['id']} of series {track.series!r}, verified together with "

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import Any, Callable
 
 
-def add_parser(sub: Any, db_help: str, engine_help: str, person_help: str) -> None:
-    r = sub.add_parser("risk", help="re-identification risk of a table: prosecutor, journalist and marketer risk, "
-                                    "population uniqueness, sdcMicro's individual and household risk, SUDA2")
+def add_parser(sub: Any, db_help: str, engine_help: str, person_help: str,
+               about: Callable[[str, str], dict] = lambda name, summary: {"help": summary}) -> None:
+    """``about``: add_parser's keywords for a command and its summary (the CLI's adds its help example)."""
+    r = sub.add_parser("risk", **about("risk", "re-identification risk of a table: prosecutor, journalist and "
+                                               "marketer risk, population uniqueness, sdcMicro's individual and "
+                                               "household risk, SUDA2 (--suda)"))
     r.add_argument("source", help="a table or view in --db, or a CSV/Parquet file (raw or released)")
     r.add_argument("--qi", help="the key variables, comma-separated (default: every column but --sensitive, "
                                 "--person, --weights, --household and a release's group_id/bucket_id)")
