@@ -86,17 +86,18 @@ class Progress:
             if "phase" in info:
                 if info["phase"] != self.name:
                     self._end()
-                    self.name, self.started, self.facts = info["phase"], self.clock(), {}
-                    self.began = self.started if self.began is None else self.began
-                    self._start_ticker()
+                    self._begin(info["phase"], {})
                 self.facts.update({k: v for k, v in info.items() if v is not None and k != "phase"})
             elif self.name is None:  # facts before any phase: the methods' own hooks, called directly
-                self.name, self.started, self.facts = "working", self.clock(), dict(info)
-                self.began = self.started if self.began is None else self.began
-                self._start_ticker()
+                self._begin("working", dict(info))
             else:
                 self.facts.update(info)
             self._draw()
+
+    def _begin(self, name: str, facts: dict[str, Any]) -> None:
+        self.name, self.started, self.facts = name, self.clock(), facts
+        self.began = self.started if self.began is None else self.began
+        self._start_ticker()
 
     def done(self) -> None:
         """The run finished: end its last phase (its line) and clear the live line."""

@@ -130,8 +130,11 @@ def user_columns(cols: Iterable[str], qi: Iterable[str]) -> tuple[list[str], lis
 
 
 def _risk_text(risk: dict[str, Any], who: str, keys: list[str], left_out: list[str]) -> dict[str, Any]:
-    """``risk`` with its unit and formula in the user's column names."""
+    """``risk`` with its unit and formula in the user's column names (a sliced table's: its buckets)."""
     risk["keys"] = list(keys)
+    if list(keys) == ["bucket_id"]:  # a sliced table: a record links within its bucket
+        risk.update(unit=f"{who} of its bucket", formula=f"a record's risk = 1 / the number of {who} in its bucket")
+        return risk
     risk["unit"] = f"{who} sharing the released values of {', '.join(keys)}"
     risk["formula"] = f"a record's risk = 1 / the number of {who} sharing its released values of {', '.join(keys)}"
     if left_out:
@@ -300,11 +303,7 @@ def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
         keys, left_out = ["bucket_id"], []
     models = _risk_models(eng, risk_table, keys, threshold)
     risk = prosecutor_of(models.sample, threshold)
-    if method == "slicing":
-        risk.update(keys=keys, unit="records of its bucket",
-                    formula="a record's risk = 1 / the number of records in its bucket")
-    else:
-        _risk_text(risk, "records", keys, left_out)
+    _risk_text(risk, "records", keys, left_out)
     if hasattr(r, "public_rows"):  # against a public table (k-map: anonydb.methods.presence.PresenceResult)
         loss = {"measure": "classes of the public table generalized the same way (k-map)",
                 "by_qi": {}, **({"levels": dict(r.levels)} if r.levels else {}), "ncp": None,
@@ -403,9 +402,6 @@ def table_report(eng: Engine, table: str, qi: str | Iterable[str], sensitive: st
                            else f"records sharing the values of {', '.join(qi_cols)}")
         models = _risk_models(eng, table, published, threshold, suda=suda)
         risk = _risk_text(prosecutor_of(models.sample, threshold), "records", published, left_out)
-        if published == ["bucket_id"]:
-            risk.update(unit="records of its bucket",
-                        formula="a record's risk = 1 / the number of records in its bucket")
     else:  # one candidate per person: the distinct (values, person) pairs
         persons = eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(table)}")
         with eng.scratch("report") as s:
