@@ -100,6 +100,34 @@ def exposure(eng: Engine, s: Any, tagged: str, hv: str, values: str, hist_values
                     int(changed) if m is not None else 0, not_unique, None if worst is None else int(worst))
 
 
+def difference_exposed(eng: Engine, s: Any, members: str, values: str, earlier_members: str, earlier_values: str,
+                       release_id: int, l: int) -> tuple[int, int | None]:
+    """Byun et al.'s difference attack on the records new since earlier release r [survey §6.3,
+    Example 6.3, Table VIII(b)]: a group h of r whose members all sit in one group g of release n
+    (and that has no counterfeits) brings its whole multiset of values into g, so the attacker
+    subtracts it; a person of g absent from r keeps
+
+        left(g) = sig_n(g) - sum over such h of sig_r(h)             (multisets, floored at 0)
+
+    and is exposed when left(g) holds fewer than l distinct values. ``members`` (fp, grp) and
+    ``values`` (grp, value, n, counterfeits included) of release n; ``earlier_members`` /
+    ``earlier_values``: the ledger's tables as SQL. Returns (persons exposed, fewest values left)."""
+    r = int(release_id)
+    em = f"(SELECT fp, grp AS h FROM {earlier_members} WHERE release_id = {r})"
+    whole = s.table(f"SELECT e.h, min(c.grp) AS g FROM {em} AS e LEFT JOIN {ident(members)} AS c ON c.fp = e.fp "
+                    f"GROUP BY e.h HAVING count(c.fp) = count(*) AND count(DISTINCT c.grp) = 1")
+    sub = s.table(f"SELECT w.g, v.value, sum(v.n) AS n FROM {ident(whole)} AS w JOIN {earlier_values} AS v "
+                  f"ON v.release_id = {r} AND v.grp = w.h WHERE NOT EXISTS (SELECT 1 FROM {earlier_values} AS x "
+                  f"WHERE x.release_id = {r} AND x.grp = w.h AND x.counterfeits > 0) GROUP BY w.g, v.value")
+    left = s.table(f"SELECT c.grp, count(*) AS d FROM {ident(values)} AS c LEFT JOIN {ident(sub)} AS b "
+                   f"ON b.g = c.grp AND b.value = c.value WHERE c.n - COALESCE(b.n, 0) > 0 GROUP BY c.grp")
+    n, least = eng.fetch_rows(
+        f"SELECT count(*), min(COALESCE(d.d, 0)) FROM {ident(members)} AS c LEFT JOIN {ident(left)} AS d "
+        f"ON d.grp = c.grp WHERE COALESCE(d.d, 0) < {int(l)} AND NOT EXISTS (SELECT 1 FROM {earlier_members} AS e "
+        f"WHERE e.release_id = {r} AND e.fp = c.fp)")[1][0]
+    return int(n), None if least is None else int(least)
+
+
 def join_candidates(eng: Engine, a: str, b: str, link: str, x_a: list[str], x_b: list[str], join: list[str],
                     sensitive: str | None = None, parents: dict[str, dict[Any, Any]] | None = None,
                     s: Any = None) -> list[tuple[Any, int, int]]:

@@ -307,3 +307,28 @@ def test_person_generic_tests_by_hand(engine):
         _generic("k_anonymous")(model="t", quasi_identifiers=["P", "q2"], k=3, person="p")
     with pytest.raises(ValueError, match="sensitive attribute"):
         _generic("l_diverse")(model="t", quasi_identifiers=["q2"], sensitive="p", l=2, person="p")
+
+
+def test_person_release_built_twice_is_refused(tmp_path):
+    """The package's release by persons (issue 62's dbt flow): the first build writes it, its
+    classes hold 3 patients (counted here from the seed); built again over its own table it is
+    refused in one line, and the table already out is left as it was; untracked=true is the only
+    way to build it again (a var of the example's model)."""
+    var = ["--vars", "{include_person_release: true}", "--select", "visits visits_person_release"]
+    r = _build(tmp_path, *var)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    by_sex: dict = {}
+    for row in visits():
+        by_sex.setdefault(row["sex"], set()).add(row["patient_id"])
+    with duckdb.connect(str(tmp_path / "example.duckdb"), read_only=True) as con:
+        got = dict(con.execute("SELECT sex, count(*) FROM visits_person_release GROUP BY sex").fetchall())
+        before = sorted(con.execute("SELECT * FROM visits_person_release").fetchall())
+    assert got == {s: sum(1 for v in visits() if v["sex"] == s) for s in by_sex} and min(map(len, by_sex.values())) >= 3
+    r = _build(tmp_path, *var)
+    assert r.returncode != 0
+    assert "anonydb: " in r.stdout and "is a person-level release that exists already" in r.stdout, r.stdout[-3000:]
+    with duckdb.connect(str(tmp_path / "example.duckdb"), read_only=True) as con:
+        assert sorted(con.execute("SELECT * FROM visits_person_release").fetchall()) == before
+    r = _build(tmp_path, "--vars", "{include_person_release: true, person_release_untracked: true}", "--select",
+               "visits visits_person_release")
+    assert r.returncode == 0, r.stdout[-3000:]

@@ -39,7 +39,7 @@ SECRET = b"ledger parity: 0123456789abcdef"
 L = M = 3
 SRC, OUT, VIEW = "lg_src", "lg_rel", "lg_age"
 #: what an entry keeps that differs by run, not by engine
-VOLATILE = ("id", "created", "checksum")
+VOLATILE = ("id", "created", "checksum", "prev")  # prev: the previous checksum, which covers its time
 
 
 def make_source(duck) -> None:

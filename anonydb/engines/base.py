@@ -223,6 +223,19 @@ class Engine(abc.ABC):
         32 bytes. Spark runs this as sqlglot writes it: ``sha2(unhex(..) || unhex(sha2(.., 256)), 256)``."""
         return f"sha256(unhex(\n'{opad_hex}'\n) || unhex(sha256(unhex(\n'{ipad_hex}'\n) || {data})))"
 
+    def schemas_holding(self, table: str) -> tuple[str, list[str]]:
+        """(the current schema, the schemas that hold a table named ``table``), from the catalog."""
+        current = self.scalar("SELECT current_schema()")
+        rows = self.fetch_rows(f"SELECT DISTINCT table_schema FROM information_schema.tables "
+                               f"WHERE lower(table_name) = {literal(table.lower())}")[1]
+        return str(current), sorted(str(r[0]) for r in rows)
+
+    def digest_sum(self, exprs: list[str]) -> str:
+        """An aggregate digest of a relation's rows that no row order changes: the sum of a 64-bit
+        hash of each row's ``exprs`` (VARCHAR expressions), 0 for no rows (the ledger's checksums;
+        DuckDB's ``hash``, summed as HUGEINT)."""
+        return f"COALESCE(sum(CAST(hash({', '.join(exprs)}) AS HUGEINT)), 0)"
+
     def writer_id(self) -> int:
         """Who writes this run's staging tables: the process id (an embedded database is local)."""
         return os.getpid()

@@ -740,6 +740,10 @@ class PostgresEngine(Engine):
         """``convert_to(text, 'UTF8')``: the UTF-8 bytes whatever the database's encoding."""
         return f"pg_catalog.convert_to({text}, 'UTF8')"
 
+    def digest_sum(self, exprs: list[str]) -> str:  # hashtextextended: PostgreSQL 11+; qualified, kept as is
+        row = ", ".join(f"COALESCE({e}, '\\N')" for e in exprs)
+        return f"COALESCE(sum(pg_catalog.hashtextextended(pg_catalog.concat_ws(chr(31), {row}), 0)), 0)"
+
     def hmac_sha256_hex(self, data: str, ipad_hex: str, opad_hex: str) -> str:
         """The HMAC of :meth:`Engine.hmac_sha256_hex` with PostgreSQL's built-in ``sha256(bytea)``
         (PostgreSQL 11+, no pgcrypto), which returns bytes: ``encode(sha256(decode(opad, 'hex') ||

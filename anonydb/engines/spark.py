@@ -638,6 +638,16 @@ class SparkEngine(Engine):
         self.execute(f"DROP TABLE {name(table)}")
         self.execute(f"ALTER TABLE {name(tmp)} RENAME TO {name(table)}")
 
+    def schemas_holding(self, table: str) -> tuple[str, list[str]]:
+        """:meth:`Engine.schemas_holding` from Spark's catalog (its databases)."""
+        cat = self.spark.catalog
+        return cat.currentDatabase(), sorted(d.name for d in cat.listDatabases() if cat.tableExists(table, d.name))
+
+    def digest_sum(self, exprs: list[str]) -> str:
+        """:meth:`Engine.digest_sum` with Spark's ``xxhash64`` of the row, summed as DECIMAL(38, 0)
+        (a sum of LONGs would overflow)."""
+        return f"COALESCE(sum(CAST(xxhash64({', '.join(exprs)}) AS DECIMAL(38, 0))), 0)"
+
     def row_ids(self, s, relation: str) -> tuple[str, str]:
         """A row id from ``monotonically_increasing_id()`` (unique, not consecutive), computed once
         in a checkpointed copy; row_number() would number every row in one task."""

@@ -54,7 +54,8 @@ from ..models.personalized import guard_columns
 from ..schema import is_numeric_type, split_list
 from ..sources import open_source
 from ..sqlgen import ident
-from ..release.publish import Publication, constant_qis, pseudonymized, publication_lines, resolve_roles
+from ..release.publish import (Publication, constant_qis, pseudonymized, publication_lines, resolve_roles,
+                               tracked_column, tracked_key)
 from .mondrian import _fmt
 
 METRICS = ("dm", "aecs", "height", "precision", "loss", "entropy")
@@ -218,9 +219,10 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
             stage = pub.stage() if _caller_keeps is None else out
             events.phase("output")
             kept_groups = lat.kept_labels(best)
+            tracked = tracked_column(person, columns.published) if _caller_keeps is None else []
             gen = generalize_sql(eng, relation, levels, {c: hierarchies[c] for c in qi_cols},
                                  columns.published + ([person] if person not in (None, *columns.published) else [])
-                                 + guards)
+                                 + guards + tracked)
             eng.execute(eng.render("fulldomain_release.sql.j2", stage=stage, gen=gen.sql, kept=kept_groups,
                                    qis=qi_cols, key=order.key, only=_caller_keeps))
             report = None
@@ -228,8 +230,13 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                 verify_models = build_models(**model_params) if model_params is not None else models
                 report = pub.verify(stage, sensitive, verify_models, columns.keep,
                                     hierarchies={sensitive: hierarchies[sensitive]} if sensitive in hierarchies
-                                    else None, distribution_of=relation, exclude=tuple(_unjudged) + tuple(guards),
+                                    else None, distribution_of=relation,
+                                    exclude=tuple(_unjudged) + tuple(guards) + tuple(tracked),
                                     **({"person": person} if person is not None else {}))
+                pub.track(stage, person if person is not None else tracked_key(), ["eq_class"] + columns.keep,
+                          sensitive)
+                for c in tracked:
+                    eng.drop_column(stage, c)
                 if person is not None and person not in columns.published:  # verified: the key goes
                     eng.drop_column(stage, person)
                 for g in guards:  # verified: the guarding nodes are never published

@@ -45,13 +45,17 @@ VALUES = "anonydb_release_values"
 HISTS = "anonydb_release_hists"
 TABLES = (LEDGER, MEMBERS, VALUES, HISTS)
 MODES = ("intersection", "insert-only", "m-invariance")
+#: the mode of a ledger row that is no tracked release: a person-level release written without the
+#: publisher's secret (or with --untracked), and an entry dropped on request (its tombstone)
+UNTRACKED, DROPPED = "untracked", "dropped"
 
 _ENTRY = [("id", "BIGINT"), ("series", "VARCHAR"), ("created", "VARCHAR"), ("source", "VARCHAR"),
           ("method", "VARCHAR"), ("tables", "VARCHAR"), ("spec_sha256", "VARCHAR"), ("spec", "VARCHAR"),
           ("columns", "VARCHAR"), ("models", "VARCHAR"), ("achieved", "VARCHAR"), ("tracked", "VARCHAR"),
           ("tracked_kind", "VARCHAR"), ("tracked_type", "VARCHAR"), ("sensitive", "VARCHAR"), ("mode", "VARCHAR"),
           ("m", "BIGINT"), ("rows", "BIGINT"), ("members", "BIGINT"), ("groups", "BIGINT"),
-          ("counterfeits", "BIGINT"), ("secret_id", "VARCHAR"), ("checksum", "VARCHAR")]
+          ("counterfeits", "BIGINT"), ("secret_id", "VARCHAR"), ("composed", "VARCHAR"), ("prev", "VARCHAR"),
+          ("checksum", "VARCHAR")]
 _DDL = {LEDGER: _ENTRY,
         MEMBERS: [("release_id", "BIGINT"), ("fp", "VARCHAR"), ("grp", "BIGINT"), ("hist", "BIGINT")],
         VALUES: [("release_id", "BIGINT"), ("grp", "BIGINT"), ("value", "VARCHAR"), ("n", "BIGINT"),
@@ -78,6 +82,10 @@ class Tracking:
     columns: dict[str, str] = field(default_factory=dict)  # published column -> role
     sensitive: str | None = None
     schema: str | None = None  # the ledger's schema (default: the current one)
+    #: why the release is written untracked (a mark in the ledger, no fingerprints): "no secret"
+    #: (a person-level release without the publisher's secret) or "asked" (--untracked)
+    untracked: str | None = None
+    outputs: tuple[str, ...] = ()  # the tables the release writes (an earlier release of one is composed)
     #: filled by the Publication: the staged tables the entry is written from
     staged: dict[str, Any] = field(default_factory=dict)
 
@@ -119,7 +127,7 @@ def exists(eng: Engine, schema: str | None = None) -> bool:
     return LEDGER in eng.relations([LEDGER]) if schema is None else _has(eng, LEDGER, schema)
 
 
-def _present(eng: Engine, schema: str | None = None) -> set[str]:
+def present(eng: Engine, schema: str | None = None) -> set[str]:
     """The ledger tables that exist (probed outside any transaction: a failed probe would abort one)."""
     if schema is None:
         return set(eng.relations(list(TABLES)))
@@ -143,29 +151,45 @@ def _has(eng: Engine, table: str, schema: str) -> bool:
         return False
 
 
-def entries(eng: Engine, where: str = "", schema: str | None = None) -> list[dict[str, Any]]:
-    """The ledger's rows (oldest first), as dicts; [] when the database has no ledger."""
+def entries(eng: Engine, where: str = "", schema: str | None = None, dropped: bool = False) -> list[dict[str, Any]]:
+    """The ledger's rows (oldest first), as dicts; [] when the database has no ledger. ``dropped``:
+    with the tombstones of entries dropped on request (they keep the chain of checksums)."""
     if not exists(eng, schema):
         return []
     names, rows = eng.fetch_rows(f"SELECT {', '.join(ident(c) for c, _ in _ENTRY)} FROM {q(LEDGER, schema)} "
                                  f"{where} ORDER BY {ident('id')}")
-    return [dict(zip([c for c, _ in _ENTRY], r)) for r in rows]
+    out = [dict(zip([c for c, _ in _ENTRY], r)) for r in rows]
+    return out if dropped else [e for e in out if e["mode"] != DROPPED]
+
+
+def outputs_of(e: dict[str, Any]) -> list[str]:
+    """The tables an entry's release wrote."""
+    try:
+        return [str(x) for x in json.loads(e.get("tables") or "[]")]
+    except ValueError:
+        return []
+
+
+#: what each ledger table's digest covers: every column the composed verification reads
+_DIGESTED = {MEMBERS: ["fp", "grp", "hist"], VALUES: ["grp", "value", "n", "counterfeits"], HISTS: ["hist", "value"]}
 
 
 def _digests(eng: Engine, ids: Iterable[int], schema: str | None = None) -> dict[int, str]:
-    """A digest of each release's members and values (counts, sums and extremes), for every
-    release of ``ids`` in one scan of each table."""
+    """A digest of each release's members, values and histories: per table the row count and an
+    order-free sum of a hash of every row over every column the verification reads (so one row
+    added, removed or changed by hand changes it), for every release of ``ids`` in one scan of
+    each table."""
     ids = [int(i) for i in ids]
     if not ids:
         return {}
-    w = f" WHERE release_id IN ({', '.join(map(str, ids))}) GROUP BY release_id"
-    m = {r[0]: r[1:] for r in eng.fetch_rows(f"SELECT release_id, count(*), COALESCE(sum(grp), 0), "
-                                             f"COALESCE(sum(hist), 0), min(fp), max(fp) FROM {q(MEMBERS, schema)}{w}")[1]}
-    v = {r[0]: r[1:] for r in eng.fetch_rows(f"SELECT release_id, count(*), COALESCE(sum(n), 0), "
-                                             f"COALESCE(sum(counterfeits), 0), COALESCE(sum(grp), 0), min(value), "
-                                             f"max(value) FROM {q(VALUES, schema)}{w}")[1]}
-    empty_m, empty_v = (0, 0, 0, None, None), (0, 0, 0, 0, None, None)
-    return {i: json.dumps([[str(x) for x in m.get(i, empty_m)], [str(x) for x in v.get(i, empty_v)]]) for i in ids}
+    parts: dict[int, list[list[str]]] = {i: [] for i in ids}
+    for table, cols in _DIGESTED.items():
+        got = {r[0]: r[1:] for r in eng.fetch_rows(
+            f"SELECT release_id, count(*), {eng.digest_sum([f'CAST({ident(c)} AS VARCHAR)' for c in cols])} "
+            f"FROM {q(table, schema)} WHERE release_id IN ({', '.join(map(str, ids))}) GROUP BY release_id")[1]}
+        for i in ids:
+            parts[i].append([str(x) for x in got.get(i, (0, 0))])
+    return {i: json.dumps(p) for i, p in parts.items()}
 
 
 def _checksum(secret: bytes, entry: dict[str, Any], digest: str) -> str:
@@ -174,28 +198,108 @@ def _checksum(secret: bytes, entry: dict[str, Any], digest: str) -> str:
     return hmac.new(secret, body.encode(), "sha256").hexdigest()
 
 
+def problems(eng: Engine, rows: list[dict[str, Any]], secret: bytes | None = None,
+             schema: str | None = None) -> dict[int, str]:
+    """What is wrong with the ledger ``rows`` (every row, tombstones included): release id -> one
+    phrase. The entries of each secret form a chain, each checksum covering its predecessor's, so
+    an entry deleted by hand breaks the next one's link; fingerprints with no entry are an entry
+    deleted by hand (or, on an engine without transactions, the leftovers of a run killed before
+    its entry: those above the last entry are ignored); with ``secret``, every entry keyed by it
+    is checked against its checksum (its fields, its predecessor's checksum and a digest of its
+    members, values and histories)."""
+    out: dict[int, str] = {}
+    ids = {int(e["id"]) for e in rows}
+    last: dict[str, str | None] = {}
+    for e in rows:
+        if e["mode"] == UNTRACKED:
+            continue
+        sid = e["secret_id"] or ""
+        if e["prev"] != last.get(sid) and e["mode"] != DROPPED:  # a tombstone only carries the link on
+            out[int(e["id"])] = ("follows a missing entry (the chain of checksums breaks): an entry was deleted "
+                                 "by hand")
+        last[sid] = e["checksum"]
+    orphans: set[int] = set()
+    have = present(eng, schema)
+    for t in (MEMBERS, VALUES, HISTS):
+        if t in have:
+            orphans |= {int(r[0]) for r in eng.fetch_rows(f"SELECT DISTINCT release_id FROM {q(t, schema)}")[1]}
+    top = max(ids, default=0)
+    for i in sorted(orphans - ids):
+        if eng.dialect != "spark" or i < top:
+            out[i] = "has fingerprints but no entry: the entry was deleted by hand"
+    if secret is not None:
+        sid = secret_id(secret)
+        mine = [e for e in rows if e["secret_id"] == sid and e["mode"] not in (UNTRACKED, DROPPED)]
+        digests = _digests(eng, [e["id"] for e in mine], schema)
+        for e in mine:
+            if _checksum(secret, e, digests[e["id"]]) != e["checksum"]:
+                out.setdefault(int(e["id"]), "fails its checksum: the ledger was edited by hand")
+    return out
+
+
+def _refuse_problems(eng: Engine, t: Tracking, rows: list[dict[str, Any]]) -> None:
+    bad = problems(eng, rows, t.secret, t.schema)
+    if bad:
+        i = min(bad)
+        e = next((x for x in rows if int(x["id"]) == i), None)
+        what = f"ledger release {i}" + (f" (series {e['series']!r})" if e else "")
+        raise InputError(f"{what} {bad[i]}; restore the ledger, or remove the entry with `anonydb releases --drop "
+                         f"{i}` (`anonydb releases --verify` lists every problem)")
+
+
 def chain(eng: Engine, t: Tracking, key_type: str) -> list[dict[str, Any]]:
-    """The earlier releases of ``t``'s source that track the same column (every series: views
-    and sequential releases compose alike), each checked: its checksum under ``t``'s secret,
-    the secret, the tracked column's type. Raises an InputError in one line otherwise."""
-    rows = [e for e in entries(eng, schema=t.schema) if e["source"] == t.source]
+    """The earlier tracked releases composed with ``t``'s whatever the persons they share: those of
+    its series, of its source and of its outputs (every series: views and sequels compose alike),
+    after the ledger is checked: its chain and checksums under ``t``'s secret, the secret of
+    each of these, the tracked column's type. Raises an InputError in one line otherwise."""
+    rows = entries(eng, schema=t.schema, dropped=True)
+    _refuse_problems(eng, t, rows)
     sid = secret_id(t.secret)
-    digests = _digests(eng, [e["id"] for e in rows], t.schema)
     out = []
     for e in rows:
+        if e["mode"] in (UNTRACKED, DROPPED) or not _related(e, t):
+            continue
         if e["secret_id"] != sid:
-            raise InputError(f"ledger release {e['id']} (series {e['series']!r}) of {t.source} was keyed by another "
+            raise InputError(f"ledger release {e['id']} (series {e['series']!r}) of {e['source']} was keyed by another "
                              f"secret: its fingerprints cannot be matched, so the releases cannot be verified "
                              f"together; give the series' secret ({option('secret-file')} or $ANONYDB_SECRET)")
-        if _checksum(t.secret, e, digests[e["id"]]) != e["checksum"]:
-            raise InputError(f"ledger release {e['id']} (series {e['series']!r}) fails its checksum: the ledger was "
-                             f"edited by hand; restore it, or remove the entry with `anonydb releases --drop "
-                             f"{e['id']}`")
         if e["tracked"] == t.key and e["tracked_type"] != key_type:
             raise InputError(f"the tracked column {t.key!r} of {t.source} is {key_type} now but was "
                              f"{e['tracked_type']} in ledger release {e['id']}: its fingerprints would not match")
-        if e["tracked"] == t.key:
-            out.append(e)
+        out.append(e)
+    return out
+
+
+def _related(e: dict[str, Any], t: Tracking) -> list[str]:
+    """Why an earlier entry is composed with ``t`` whoever it holds: same series, source or output."""
+    return ([w for w, hit in (("series", e["series"] == t.series), ("source", e["source"] == t.source)) if hit]
+            + (["output"] if set(outputs_of(e)) & set(t.outputs) else []))
+
+
+def scope(eng: Engine, t: Tracking, key_type: str, fps: str) -> list[dict[str, Any]]:
+    """Every earlier tracked release composed with ``t``'s: :func:`chain`'s, and any other release
+    keyed by the same secret that holds one of the fingerprints of ``fps`` (a relation with a
+    column ``fp``): the same persons under another file name or series. Each entry gets ``why``
+    (series, source, output, persons) and ``shared`` (the persons it holds of ``fps``).
+
+    The overlap is one join of ``fps`` with the members of every such release: a hash join of the
+    release's fingerprints against the ledger's (docs/releases.md gives its cost at 10M rows)."""
+    related = {int(e["id"]): e for e in chain(eng, t, key_type)}
+    sid = secret_id(t.secret)
+    mine = [int(e["id"]) for e in entries(eng, schema=t.schema) if e["secret_id"] == sid and e["mode"] != UNTRACKED]
+    shared: dict[int, int] = {}
+    if mine:
+        shared = {int(r[0]): int(r[1]) for r in eng.fetch_rows(
+            f"SELECT m.release_id, count(*) FROM {q(MEMBERS, t.schema)} AS m JOIN {ident(fps)} AS c ON c.fp = m.fp "
+            f"WHERE m.release_id IN ({', '.join(map(str, mine))}) GROUP BY m.release_id")[1]}
+    out = []
+    for e in entries(eng, schema=t.schema):
+        i = int(e["id"])
+        why = _related(e, t) if i in related else []
+        if shared.get(i):
+            why.append("persons")
+        if why:
+            out.append({**e, "why": why, "shared": shared.get(i, 0)})
     return out
 
 
@@ -214,6 +318,9 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
     t = current()
     if t is None:
         return
+    if t.untracked:  # a mark only: no fingerprints, nothing to compose
+        t.staged = {"have": present(eng, t.schema), "stage": stage}
+        return
     from .. import composition
 
     src = rows or stage
@@ -225,7 +332,6 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
         if nulls or dup:
             raise InputError(f"the tracked column {t.key!r} must name each record once: {nulls} NULL and {dup} "
                              f"repeated values")
-    earlier = chain(eng, t, key_type)
     fp = pseudonym_sql(eng, ident(key), key_type, t.secret)
     grp = (f"CAST({ident(groups[0])} AS BIGINT)" if len(groups) == 1 else
            "CAST(dense_rank() OVER (ORDER BY " + ", ".join(ident(g) for g in groups) + ") AS BIGINT)")
@@ -236,6 +342,7 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
                                     f"{grp} AS grp FROM {ident(src)} WHERE {ident(key)} IS NOT NULL) AS x GROUP BY fp")
     several = eng.scalar(f"SELECT count(*) FROM {ident(grouped)} WHERE ng > 1")
     members = grouped
+    earlier = scope(eng, t, key_type, grouped)
     if several:
         raise InputError(f"{several} tracked {'persons' if t.kind == 'person' else 'keys'} ({t.key!r}) fall in several "
                          f"groups: a tracked release gives each one group (no varying QIs; a key must be unique)")
@@ -252,7 +359,7 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
         base = f"SELECT {grp} AS grp, '' AS value, 1 AS n, 0 AS c FROM {ident(stage)}"
     vals = pub.side(stage, "lv", f"SELECT grp, value, sum(n) AS n, sum(c) AS counterfeits FROM ({base}{cf}) AS x "
                                  f"GROUP BY grp, value")
-    ids = [e["id"] for e in earlier if (e["sensitive"] or None) == (t.sensitive or None)]
+    ids = same_attribute(eng, earlier, t, vals)
     with eng.scratch("ledger") as s:
         if ids:
             last = last_appearance(s, members, "fp", ids, t.schema)
@@ -279,9 +386,38 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
                 raise AnonyDBError(f"composed verification failed: {gone} records of ledger release {prev} are gone, "
                                    f"but series {t.series!r} is insert-only; nothing was written")
         _refuse(t, exp, earlier)
-    t.staged = {"have": _present(eng, t.schema), "stage": stage, "members": members, "values": vals, "tagged": pub.sides[stage]["lh"],
+        if t.mode != "m-invariance" and t.sensitive and t.l:  # Xiao & Tao's groups keep their values
+            for i in ids:
+                n, fewest = composition.difference_exposed(eng, s, members, vals, q(MEMBERS, t.schema),
+                                                           q(VALUES, t.schema), int(i), t.l)
+                if n:
+                    e = next(x for x in earlier if x["id"] == i)
+                    who = "persons" if t.kind == "person" else "records"
+                    raise AnonyDBError(
+                        f"composed verification failed: read with ledger release {i} (series {e['series']!r}, "
+                        f"{e['created']}), {n} {who} new since it are left with fewer than {t.l} possible sensitive "
+                        f"values (as few as {fewest}) once its groups that moved whole are subtracted (Byun et al.'s "
+                        f"difference attack); nothing was written (--method minvariant continues the earlier groups)")
+    composed = [{"id": int(e["id"]), "series": e["series"], "source": e["source"], "why": e["why"],
+                 "shared": int(e["shared"])} for e in earlier]
+    t.staged = {"have": present(eng, t.schema), "stage": stage, "members": members, "values": vals, "tagged": pub.sides[stage]["lh"],
                 "hists": pub.sides[stage]["lhv"], "key_type": key_type, "exposure": exp,
-                "earlier": [e["id"] for e in earlier]}
+                "earlier": [e["id"] for e in earlier], "composed": composed,
+                "outside": [c for c in composed if c["why"] == ["persons"]]}
+
+
+def same_attribute(eng: Engine, earlier: list[dict[str, Any]], t: Tracking, vals: str) -> list[int]:
+    """The earlier releases whose sensitive values are read with ``t``'s: those of the same
+    sensitive column, and those of a column under another name that publishes a value this
+    release publishes too (a renamed column: composing them is the safe reading)."""
+    same = [int(e["id"]) for e in earlier if (e["sensitive"] or None) == (t.sensitive or None)]
+    other = [int(e["id"]) for e in earlier if e["sensitive"] and t.sensitive and e["sensitive"] != t.sensitive]
+    if other:
+        hit = {int(r[0]) for r in eng.fetch_rows(
+            f"SELECT DISTINCT v.release_id FROM {q(VALUES, t.schema)} AS v WHERE v.release_id IN "
+            f"({', '.join(map(str, other))}) AND v.value IN (SELECT value FROM {ident(vals)})")[1]}
+        same += [i for i in other if i in hit]
+    return sorted(same)
 
 
 def last_appearance(s: Any, relation: str, fp: str, ids: list[int], schema: str | None = None) -> str:
@@ -328,7 +464,8 @@ def _refuse(t: Tracking, exp: Any, earlier: list[dict[str, Any]]) -> None:
 
 def write(eng: Engine, t: Tracking, out_tables: list[str], rows: int, report: Any) -> int:
     """Insert the entry of the release being committed, and its members, values and histories
-    (called inside the swap's transaction). Returns its id."""
+    (called inside the swap's transaction). Returns its id. An untracked release leaves a mark:
+    its entry, with no fingerprints, no secret's id and no checksum."""
     st = t.staged
     sc = t.schema
     _create(eng, sc, st["have"])
@@ -337,45 +474,67 @@ def write(eng: Engine, t: Tracking, out_tables: list[str], rows: int, report: An
     rid = int(eng.scalar("SELECT 1 + greatest(" + ", ".join(
         f"(SELECT COALESCE(max({ident('id' if x == LEDGER else 'release_id')}), 0) FROM {q(x, sc)})"
         for x in TABLES) + ")"))
+    spec = t.spec or ""
+    entry: dict[str, Any] = {
+        "id": rid, "series": t.series, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "source": t.source, "method": t.method, "tables": json.dumps(out_tables),
+        "spec_sha256": hashlib.sha256(spec.encode()).hexdigest(), "spec": spec,
+        "columns": json.dumps(t.columns, sort_keys=True), "models": json.dumps(t.models, sort_keys=True, default=str),
+        "tracked": t.key or None, "tracked_kind": t.kind, "sensitive": t.sensitive, "rows": int(rows)}
+    if t.untracked:
+        entry.update(mode=UNTRACKED, members=0, groups=0, counterfeits=0, composed=json.dumps({"untracked": t.untracked}),
+                     achieved=json.dumps(_achieved(report), sort_keys=True))
+        _insert(eng, sc, entry)
+        return rid
     eng.execute(f"INSERT INTO {q(MEMBERS, sc)} SELECT {rid}, fp, grp, hist FROM {ident(st['tagged'])}")
     eng.execute(f"INSERT INTO {q(VALUES, sc)} SELECT {rid}, grp, value, n, counterfeits FROM {ident(st['values'])}")
     eng.execute(f"INSERT INTO {q(HISTS, sc)} SELECT {rid}, hist, value FROM {ident(st['hists'])}")
     counts = eng.fetch_rows(f"SELECT count(*), count(DISTINCT grp), COALESCE(sum(counterfeits), 0) "
                             f"FROM {ident(st['values'])}")[1][0]
     members = int(eng.scalar(f"SELECT count(*) FROM {ident(st['tagged'])}"))
-    achieved = {}
-    for v in getattr(report, "verdicts", []) or []:
-        achieved[v.model] = {k: str(x) for k, x in (getattr(v, "achieved", {}) or {}).items()}
-    spec = t.spec or ""
-    entry = {"id": rid, "series": t.series, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-             "source": t.source, "method": t.method, "tables": json.dumps(out_tables),
-             "spec_sha256": hashlib.sha256(spec.encode()).hexdigest(), "spec": spec,
-             "columns": json.dumps(t.columns, sort_keys=True), "models": json.dumps(t.models, sort_keys=True, default=str),
-             "achieved": json.dumps(achieved, sort_keys=True), "tracked": t.key, "tracked_kind": t.kind,
-             "tracked_type": st["key_type"], "sensitive": t.sensitive, "mode": t.mode, "m": t.m, "rows": int(rows),
-             "members": members, "groups": int(counts[1]), "counterfeits": int(counts[2]),
-             "secret_id": secret_id(t.secret)}
+    sid = secret_id(t.secret)
+    prev = [e["checksum"] for e in entries(eng, schema=sc, dropped=True) if e["secret_id"] == sid]
+    entry.update(achieved=json.dumps(_achieved(report), sort_keys=True), tracked_type=st["key_type"], mode=t.mode,
+                 m=t.m, members=members, groups=int(counts[1]), counterfeits=int(counts[2]), secret_id=sid,
+                 composed=json.dumps(st.get("composed", []), sort_keys=True), prev=prev[-1] if prev else None)
     entry["checksum"] = _checksum(t.secret, entry, _digests(eng, [rid], sc)[rid])
-    eng.execute(f"INSERT INTO {q(LEDGER, sc)} ({', '.join(ident(c) for c, _ in _ENTRY)}) VALUES ("
-                + ", ".join("NULL" if entry[c] is None else (str(int(entry[c])) if ty == "BIGINT" else literal(entry[c]))
-                            for c, ty in _ENTRY) + ")")
+    _insert(eng, sc, entry)
     return rid
 
 
+def _achieved(report: Any) -> dict[str, Any]:
+    return {v.model: {k: str(x) for k, x in (getattr(v, "achieved", {}) or {}).items()}
+            for v in getattr(report, "verdicts", []) or []}
+
+
+def _insert(eng: Engine, schema: str | None, entry: dict[str, Any]) -> None:
+    eng.execute(f"INSERT INTO {q(LEDGER, schema)} ({', '.join(ident(c) for c, _ in _ENTRY)}) VALUES ("
+                + ", ".join("NULL" if entry.get(c) is None else
+                            (str(int(entry[c])) if ty == "BIGINT" else literal(entry[c])) for c, ty in _ENTRY) + ")")
+
+
 def drop(eng: Engine, ids: Iterable[int], schema: str | None = None) -> list[int]:
-    """Remove ledger entries (on request only) with their members, values and histories."""
+    """Remove ledger entries (on request only) with their members, values and histories. A tracked
+    entry leaves a tombstone (mode ``dropped``: its id, series, checksum and link) so the chain of
+    checksums still holds; an untracked mark goes whole; an id with fingerprints but no entry (an
+    entry deleted by hand) loses its fingerprints."""
     gone = []
-    have = {e["id"] for e in entries(eng, schema=schema)}
+    rows = {int(e["id"]): e for e in entries(eng, schema=schema, dropped=True)}
+    orphans = {i for i, why in problems(eng, list(rows.values()), None, schema).items() if i not in rows}
     for i in ids:
-        if int(i) not in have:
+        if (int(i) not in rows or rows[int(i)]["mode"] == DROPPED) and int(i) not in orphans:
             raise InputError(f"no ledger release {i}; `anonydb releases` lists them")
     eng.execute("BEGIN TRANSACTION")
     try:
-        for i in ids:
-            for t in (MEMBERS, VALUES, HISTS, LEDGER):
-                col = "id" if t == LEDGER else "release_id"
-                eng.execute(f"DELETE FROM {q(t, schema)} WHERE {ident(col)} = {int(i)}")
-            gone.append(int(i))
+        for i in map(int, ids):
+            for t in (MEMBERS, VALUES, HISTS):
+                if t in present(eng, schema):
+                    eng.execute(f"DELETE FROM {q(t, schema)} WHERE {ident('release_id')} = {i}")
+            if i in rows:
+                eng.execute(f"DELETE FROM {q(LEDGER, schema)} WHERE {ident('id')} = {i}")
+                if rows[i]["mode"] != UNTRACKED:
+                    _insert(eng, schema, {**rows[i], "mode": DROPPED})
+            gone.append(i)
         eng.execute("COMMIT")
     except BaseException:
         eng.execute("ROLLBACK")
@@ -383,4 +542,5 @@ def drop(eng: Engine, ids: Iterable[int], schema: str | None = None) -> list[int
     return gone
 
 
-__all__ = ["LEDGER", "MODES", "q", "Tracking", "chain", "current", "drop", "entries", "stage_members", "tracking", "write"]
+__all__ = ["LEDGER", "MODES", "UNTRACKED", "DROPPED", "q", "Tracking", "chain", "current", "drop", "entries", "outputs_of",
+           "problems", "scope", "stage_members", "tracking", "write"]

@@ -367,7 +367,7 @@ def tracked_column(person: str | None, published: list[str]) -> list[str]:
     from .ledger import current
 
     t = current()
-    if t is None or person is not None or t.key in published:
+    if t is None or t.untracked or person is not None or t.key in published:
         return []
     return [t.key]
 
@@ -376,7 +376,7 @@ def tracked_key() -> str | None:
     from .ledger import current
 
     t = current()
-    return None if t is None else t.key
+    return None if t is None or t.untracked else t.key
 
 
 # --- verification over every published column ------------------------------------------------------------
@@ -560,9 +560,10 @@ class Publication:
         t = ledger.current()
         then = None
         if t is not None:
-            if not t.staged or t.staged.get("stage") not in {st for st, _ in pairs}:
+            if not t.untracked and (not t.staged or t.staged.get("stage") not in {st for st, _ in pairs}):
                 raise AnonyDBError("internal error: a tracked release was not fingerprinted; nothing was written")
-            st0 = t.staged["stage"]
+            t.staged.setdefault("have", ledger.present(self.eng, t.schema))
+            st0 = t.staged.get("stage") or pairs[0][0]
             rows = int(self.eng.scalar(f"SELECT count(*) FROM {ident(st0)}"))
             report = self.staged.get(st0)
             outs = [out for _, out in pairs]

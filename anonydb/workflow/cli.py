@@ -381,7 +381,7 @@ def _build(args: argparse.Namespace) -> int:
         raise InputError(f"--pseudonymize: --method {args.method} publishes only its quasi-identifiers and the "
                          f"sensitive attribute")
     tracked = args.key or args.series or args.composition or args.m is not None or args.method == "minvariant" \
-        or args.ledger_schema
+        or args.ledger_schema or args.person
     if args.secret_file and not args.pseudonymize and not tracked:
         raise InputError("--secret-file keys the pseudonyms (or a series' fingerprints): give --pseudonymize COLS "
                          "or --key COL as well")
@@ -398,14 +398,14 @@ def _build(args: argparse.Namespace) -> int:
     import sys
 
     from ..release.ledger import tracking
-    from .jobs import _tracking, continues
+    from .tracking import continues, plan, result_line
 
     try:
-        track = _tracking(engine, args.source, args.qi, args.sensitive, args.method, args.out, args.person,
-                          args.pseudonymize, args.secret_file, args.series, args.key, args.composition, args.m,
-                          "anonydb " + " ".join(sys.argv[1:]), {"l": _int_if_whole(args.l), "k": args.k,
-                                                                 "varying": args.varying_qis}, args.keep,
-                          args.ledger_schema)
+        track = plan(engine, args.source, args.qi, args.sensitive, args.method, args.out, args.person,
+                     args.pseudonymize, args.secret_file, args.series, args.key, args.composition, args.m,
+                     "anonydb " + " ".join(sys.argv[1:]), {"l": _int_if_whole(args.l), "k": args.k,
+                                                            "varying": args.varying_qis}, args.keep,
+                     args.ledger_schema, args.untracked)
     except BaseException:
         engine.close()
         raise
@@ -413,9 +413,9 @@ def _build(args: argparse.Namespace) -> int:
         if continues(track, args.method, args.sensitive):  # the next release of the series
             return _minvariant(args, engine, track)
         code = _dispatch(args, engine, hierarchies, kinds, progress)
-    if track is not None and track.staged.get("id") is not None and not args.json:
-        print(f"  ledger: release {track.staged['id']} of series {track.series!r}, verified together with "
-              f"{len(track.staged.get('earlier', []))} earlier release(s) of {track.source}")
+    line = result_line(track)
+    if line and not args.json:
+        print(line)
     return code
 
 
@@ -481,6 +481,8 @@ def _release(args: argparse.Namespace) -> int:
                 SURFACE.reset(token)
             where = ", ".join(rel.files) if rel.files else ", ".join(f"{k}: {v}" for k, v in rel.tables.items())
             print(f"released {rel.rows} rows to {where} in {rel.seconds:.2f} s ({len(rel.sql)} statements)")
+            if rel.ledger_line:
+                print(rel.ledger_line.strip())
             sp = rel.spec
             paths = [p for p in ((sp.report_html, sp.report_json) if sp else ()) if p]
             if paths:  # the verdict as the report's page states it (reporting.verdict_line), then where it is

@@ -255,8 +255,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="columns to publish as keyed pseudonyms (HMAC-SHA256 hex of the value's text), comma-separated; "
                         "the key: --secret-file, else $ANONYDB_SECRET, else a fresh one (no other release links)")
     a.add_argument("--secret-file", metavar="PATH",
-                   help="the pseudonyms' key: the file's bytes (one trailing newline dropped), at least 16; never stored")
-    a.add_argument("--series", metavar="NAME", help="the ledger's series of this release (default: --out)")
+                   help="the publisher's secret: keys the pseudonyms and the ledger's fingerprints; the file's bytes (one "
+                        "trailing newline dropped), at least 16; never stored")
+    a.add_argument("--series", metavar="NAME", help="the ledger's series of this release (default: --out); a release "
+                                                    "naming --person or --key into a database is tracked")
+    a.add_argument("--untracked", action="store_true",
+                   help="write a person-level release composed with no earlier or later release (a mark in the "
+                        "ledger; needed after an untracked release of the same output or series)")
     a.add_argument("--ledger-schema", metavar="SCHEMA",
                    help="the schema holding the ledger (default: the database's current one; created if missing)")
     a.add_argument("--composition", choices=("intersection", "insert-only", "m-invariance"),

@@ -31,12 +31,11 @@ from .spec import Spec, SpecError, load_spec
 from ..release.publish import export, guard_file, stage_name
 from ..sqlgen import ident, literal
 
+from .tracking import MODEL_PARAMS, continues, plan, result_line
+
 METHODS = ("mondrian", "fulldomain", "anatomy", "slicing", "injector", "minvariant")
 #: methods releasing a QIT/ST pair (<out>_qit, <out>_st)
 QIT_ST = ("anatomy", "injector")
-MODEL_PARAMS = ("k", "l", "l_variant", "c", "t", "distance", "n", "alpha", "delta", "reference", "supersets", "bt",
-                "bt_distance", "beta", "beta_variant", "allowed", "protected", "c2", "conf_bound", "xy_k", "ke",
-                "epsilon_m", "multi_k", "qid_sets", "k_map", "guard", "breach")
 CLASS_COLUMN = {"mondrian": "eq_class", "fulldomain": "eq_class", "anatomy": "group_id", "slicing": "bucket_id",
                 "injector": "group_id"}
 
@@ -62,7 +61,8 @@ class Release:
     dropped: list[str] = field(default_factory=list)  # source columns not published (no role, identifiers)
     kept: list[str] = field(default_factory=list)  # published unchanged at the user's request
     order: str = ""  # how the rows are ordered: a secret, or recomputable from the seed
-    ledger: int | None = None  # the release's id in the database's ledger, when tracked
+    ledger: int | None = None  # the release's id in the database's ledger, when tracked (or marked untracked)
+    ledger_line: str | None = None  # what the ledger says of it: composed with what, or why untracked
 
     @property
     def holds(self) -> bool:
@@ -110,7 +110,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
               progress: Callable[[dict[str, Any]], None] | None = None, risk: Any = None, public: str | None = None,
               series: str | None = None, key: str | None = None, composition: str | None = None,
               m: int | None = None, spec_text: str | None = None, source_name: str | None = None,
-              ledger_schema: str | None = None, **params: Any) -> Release:
+              ledger_schema: str | None = None, untracked: bool = False, **params: Any) -> Release:
     """Anonymize ``source`` with ``method`` into ``out``; return the verified :class:`Release`.
 
     ``params`` holds the privacy models (``k``, ``l`` with ``l_variant``/``c``, ``t`` with
@@ -157,8 +157,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     from ..release.ledger import tracking
 
     eng = connect(engine)
-    track = _tracking(eng, source_name or source, qi, sensitive, method, out, person, pseudonymize, secret_file,
-                      series, key, composition, m, spec_text, params, keep, ledger_schema)
+    track = plan(eng, source_name or source, qi, sensitive, method, out, person, pseudonymize, secret_file, series,
+                 key, composition, m, spec_text, params, keep, ledger_schema, untracked)
     with risk_gate(gate), tracking(track):
         if continues(track, method, sensitive):
             from ..methods.invariant import invariant
@@ -170,98 +170,15 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                           replace=replace, seed=seed, keep=keep, identifiers=identifiers, **opts)
             track.staged.setdefault("id", None)
             return Release(method=method, table=r.table, tables=r.tables, qi=split_list(qi, "quasi-identifiers"),
-                           sensitive=sensitive, rows=r.rows, seconds=r.seconds, report=r.report, result=r, engine=eng)
+                           sensitive=sensitive, rows=r.rows, seconds=r.seconds, report=r.report, result=r, engine=eng,
+                           ledger=track.staged.get("id"), ledger_line=result_line(track))
         rel = _anonymize(source, qi, sensitive, method=method, out=out, engine=eng, hierarchies=hierarchies,
                          kinds=kinds, identifiers=identifiers, keep=keep, seed=seed, replace=replace,
                          as_view=as_view, person=person, pseudonymize=pseudonymize, secret_file=secret_file,
                          progress=progress, public=public, **params)
         if track is not None:
-            rel.ledger = track.staged.get("id")
+            rel.ledger, rel.ledger_line = track.staged.get("id"), result_line(track)
         return rel
-
-
-def continues(track: Any, method: str, sensitive: str | None) -> bool:
-    """Whether a tracked release is written as the next release of its series
-    (:func:`anonydb.methods.invariant.invariant`): always with minvariant; with mondrian and anatomy
-    when the series already has releases of the same sensitive attribute (a re-run: a release
-    partitioned anew would be judged against them, and usually refused), or begins m-invariant
-    (Mondrian's classes are not m-unique). A new
-    series of the source (another projection) is written as asked and judged with the earlier
-    releases: refused if it would enable the join attack (--method minvariant continues it)."""
-    if track is None:
-        return False
-    if method == "minvariant":
-        return True
-    if method not in ("mondrian", "anatomy") or sensitive is None or track.kind != "key":
-        return False
-    if track.sensitive in track.staged.get("series_sensitive", ()):
-        return True  # a re-run of the series
-    return track.mode == "m-invariance" and not track.staged.get("source_earlier")  # an m-invariant series begins
-
-
-def _call_text(source: Any, qi: list[str], sensitive: str | None, method: str, out: str,
-               models: dict[str, Any]) -> str:
-    """What the ledger keeps of a release made from Python: the call's arguments."""
-    import json
-
-    return "anonydb.anonymize " + json.dumps({"source": str(source), "qi": qi, "sensitive": sensitive,
-                                              "method": method, "out": out, **models}, default=str, sort_keys=True)
-
-
-def _tracking(eng: Engine, source: str, qi: Any, sensitive: str | None, method: str, out: str, person: str | None,
-              pseudonymize: Any, secret_file: Any, series: str | None, key: str | None, composition: str | None,
-              m: int | None, spec_text: str | None, params: dict[str, Any], keep: Any,
-              schema: str | None = None) -> Any:
-    """The ledger's :class:`~anonydb.release.ledger.Tracking` of this release, or None when it is
-    not tracked (no key, no series, and no tracked release of ``source`` in the ledger)."""
-    from ..pseudonyms import load_key
-    from ..release import ledger
-
-    asked = series is not None or key is not None or composition is not None or m is not None \
-        or method == "minvariant"
-    earlier = [e for e in ledger.entries(eng, schema=schema) if e["source"] == str(source)]
-    if not asked and not earlier:
-        return None
-    if key is not None and person is not None and key != person:
-        raise InputError(f"give the tracked column once: key {key!r} or person {person!r}")
-    col = key or person
-    if col is None:
-        was = sorted({e["tracked"] for e in earlier})
-        raise InputError(f"{source} has {len(earlier)} tracked release(s) in the ledger (by {', '.join(was)}): this "
-                         f"release is verified together with them, so name the tracked column ({option('key')} "
-                         f"{was[0] if was else 'COLUMN'} or {option('person')})" if earlier else
-                         f"a release in a series is tracked by a record key: give {option('key')} COLUMN (unique "
-                         f"per record) or {option('person')} COLUMN")
-    if method not in ("mondrian", "anatomy", "minvariant"):
-        raise InputError(f"a tracked release (series, key) is written by mondrian, anatomy or minvariant, not {method}")
-    if pseudonymize and col in split_list(pseudonymize, "pseudonymize"):
-        raise InputError(f"the tracked column {col!r} is published as a pseudonym: its releases would link records "
-                         f"across releases (the intersection attack); do not publish it")
-    if params.get("varying"):
-        raise InputError("a tracked release gives each person one group: no varying QIs")
-    k, origin = load_key(secret_file)
-    if origin == "fresh":
-        raise InputError(f"a tracked release needs the publisher's secret ({option('secret-file')} FILE or "
-                         f"$ANONYDB_SECRET): a fresh key would match no later release")
-    mode = composition or ("m-invariance" if m is not None else None)
-    if mode is None:  # the series' own, else the source's latest, else m-invariance for minvariant
-        modes = [e["mode"] for e in earlier if e["series"] == (series or out)] or [e["mode"] for e in earlier]
-        mode = modes[-1] if modes else ("m-invariance" if method == "minvariant" else "intersection")
-    if mode == "m-invariance" and m is None:
-        m = next((int(e["m"]) for e in reversed(earlier) if e["m"] is not None), params.get("l"))
-    ls = params.get("l")
-    qi_cols = split_list(qi, "quasi-identifiers")
-    roles = {**{q: "quasi-identifier" for q in qi_cols}, **({sensitive: "sensitive"} if sensitive else {}),
-             **{c: "kept" for c in split_list(keep, "keep")}}
-    models = {k_: v for k_, v in params.items() if k_ in MODEL_PARAMS and v is not None}
-    t = ledger.Tracking(key=col, kind="person" if person is not None else "key", secret=k, series=series or out,
-                        mode=mode, m=m, l=ls if isinstance(ls, int) and not isinstance(ls, bool) else None,
-                        spec=spec_text or _call_text(source, qi_cols, sensitive, method, out, models),
-                        source=str(source), method=method, models=models, columns=roles,
-                        sensitive=sensitive, schema=schema)
-    t.staged["series_sensitive"] = {e["sensitive"] for e in earlier if e["tracked"] == col and e["series"] == t.series}
-    t.staged["source_earlier"] = bool(earlier)
-    return t
 
 
 def _anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, method: str, out: str,
@@ -411,6 +328,10 @@ def run_spec(spec: Spec | str | Path, *, db: str | None = None, engine: Engine |
     token = cli_surface("spec")
     try:
         return _run_spec(sp, eng, db, progress, write_files)
+    except BaseException:
+        if engine is None:  # the database this run opened is closed with the failure, not left locked
+            eng.close()
+        raise
     finally:
         SURFACE.reset(token)
 
@@ -467,13 +388,14 @@ def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files:
 
 
 def _series_args(sp: Spec) -> dict[str, Any]:
-    """The ledger's arguments of a spec: its series, record key and the spec's text."""
+    """The ledger's arguments of a spec: its series, record key, the spec's text and its source's
+    name (a spec reads its source through a reduced copy); ``series: false``: untracked."""
     se = sp.series or {}
-    out: dict[str, Any] = {}
-    if sp.series is not None or sp.key is not None or sp.method == "minvariant":
-        out = {"series": se.get("name"), "key": sp.key, "composition": se.get("composition"), "m": se.get("m"),
-               "spec_text": sp.text, "source_name": sp.source, "ledger_schema": se.get("schema")}
-    return out
+    if se.get("untracked"):
+        return {"untracked": True, "spec_text": sp.text, "source_name": sp.source}
+    return {"series": (se.get("name") or sp.table) if sp.series is not None else None, "key": sp.key,
+            "composition": se.get("composition"), "m": se.get("m"), "spec_text": sp.text, "source_name": sp.source,
+            "ledger_schema": se.get("schema")}
 
 
 def _run_linked(sp: Spec, eng: Engine) -> Release:

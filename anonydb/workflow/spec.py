@@ -334,10 +334,13 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
         ck.bad(("attributes",), f"one key column is supported, got {', '.join(roles['key'])}")
     if roles.get("key") and roles.get("person"):
         ck.bad(("attributes",), "give the tracked column once: role key or role person")
-    if (series is not None or method == "minvariant") and attrs and not (roles.get("key") or roles.get("person")):
+    if series is not None and series.get("untracked") and method == "minvariant":
+        ck.bad(("series",), "minvariant writes the next release of a series: it cannot be untracked")
+    tracked_series = series is not None and not series.get("untracked")
+    if (tracked_series or method == "minvariant") and attrs and not (roles.get("key") or roles.get("person")):
         ck.bad(("attributes",), "a release in a series is tracked by a record key: give a column role key "
                                 "(or role person)")
-    if (series is not None or roles.get("key")) and out.get("format", "duckdb") != "duckdb":
+    if (tracked_series or roles.get("key")) and out.get("format", "duckdb") != "duckdb":
         ck.bad(("output", "format"), "a tracked release lives beside its ledger, in the database: format duckdb")
     if method == "minvariant" and mparams.get("form", "generalized") not in ("generalized", "anatomy"):
         ck.bad(("method", "form"), f"expected generalized or anatomy, got {mparams['form']!r}")
@@ -377,6 +380,8 @@ def _series(ck: _Checker, v: Any) -> dict[str, Any] | None:
     at = ("series",)
     if isinstance(v, str):
         return {"name": v}
+    if v is False:  # written untracked: composed with no other release (a mark in the ledger)
+        return {"untracked": True}
     if not ck.keys(v, at, SERIES):
         return None
     out: dict[str, Any] = {}

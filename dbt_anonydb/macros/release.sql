@@ -14,9 +14,16 @@
 
     A hierarchy is any relation of (value, level1, ..., root) text columns, one row per leaf (the
     ARX layout, e.g. a seed): level n is its (n+1)-th column. A QI without a hierarchy (or at level
-    0) is published as it is. -#}
+    0) is published as it is.
+
+    `person`: the column naming each record's owner (not published): k counts a class's distinct
+    persons, a row without a person and a person whose QIs differ between records stop the query.
+    A person-level release cannot be composed with the one already out in SQL alone (issue 62: the
+    next release of the same persons may narrow their values down), so a rebuild of the model over
+    an existing table is refused at compile time unless `untracked=true`; release persons over time
+    with `anonydb release` (tracked in the ledger) instead. -#}
 {% macro generalized_release(relation, quasi_identifiers, hierarchies={}, levels={}, sensitive=none, keep=[],
-                             k=none, l=none) %}
+                             k=none, l=none, person=none, untracked=false) %}
 {%- if quasi_identifiers | length == 0 -%}
     {{ exceptions.raise_compiler_error("anonydb: generalized_release needs at least one quasi-identifier") }}
 {%- endif -%}
@@ -29,11 +36,18 @@
 {%- if l is not none and sensitive is none -%}
     {{ exceptions.raise_compiler_error("anonydb: l-diversity needs the sensitive attribute (sensitive=...)") }}
 {%- endif -%}
+{%- if person is not none and person in quasi_identifiers + [sensitive] + keep -%}
+    {{ exceptions.raise_compiler_error("anonydb: the person column " ~ person ~ " is not published: it cannot be a quasi-identifier, the sensitive attribute or kept") }}
+{%- endif -%}
+{%- if execute and person is not none and not untracked
+       and adapter.get_relation(database=this.database, schema=this.schema, identifier=this.identifier) is not none -%}
+    {{ exceptions.raise_compiler_error("anonydb: " ~ this ~ " is a person-level release that exists already: a rebuild cannot be verified with the release already out (the two together may narrow a person's values down); release persons over time with `anonydb release` (tracked in the ledger), or pass untracked=true to build it composed with no other") }}
+{%- endif -%}
 {%- set text = dbt.type_string() -%}
 {%- set columns = [] -%}
 {%- if execute -%}
     {%- for c in adapter.get_columns_in_relation(relation) %}{% do columns.append(c.name | lower) %}{% endfor -%}
-    {%- for c in quasi_identifiers + ([sensitive] if sensitive else []) + keep -%}
+    {%- for c in quasi_identifiers + ([sensitive] if sensitive else []) + keep + ([person] if person else []) -%}
         {%- if (c | lower) not in columns -%}
             {{ exceptions.raise_compiler_error("anonydb: unknown column " ~ c ~ " in " ~ relation) }}
         {%- endif -%}
@@ -69,17 +83,27 @@ with _adb_src as (
 {%- for c in ([sensitive] if sensitive else []) + keep %}
         s.{{ adapter.quote(c) }} as {{ adapter.quote(c) }},
 {%- endfor %}
+{%- if person is not none %}
+        s.{{ adapter.quote(person) }} as _adb_person,
+{%- endif %}
         1 as _adb_one
     from _adb_src as s
 {%- for i, h, value_col, q in joins %}
     left join {{ h }} as _adb_h{{ i }} on cast(s.{{ adapter.quote(q) }} as {{ text }}) = _adb_h{{ i }}.{{ value_col }}
 {%- endfor %}
 ), _adb_classes as (
-    select count(*) as _adb_n
+    select {% if person is not none %}count(distinct _adb_person){% else %}count(*){% endif %} as _adb_n
            {%- if l is not none %}, count(distinct {{ adapter.quote(sensitive) }}) + max(case when {{ adapter.quote(sensitive) }} is null then 1 else 0 end) as _adb_d{% endif %}
     from _adb_rel
     {#- every published column but the sensitive one: a kept column is published as it is #}
     group by {% for q in quasi_identifiers + keep %}{{ adapter.quote(q) }}{{ ", " if not loop.last }}{% endfor %}
+), _adb_people as (
+    select {% if person is not none %}sum(case when _adb_person is null then 1 else 0 end){% else %}0{% endif %} as _adb_nulls,
+           {% if person is not none %}(select count(*) from (select _adb_person from _adb_rel where _adb_person is not null
+            group by _adb_person having {% for q in quasi_identifiers %}count(distinct {{ adapter.quote(q) }}) > 1{{ " or " if not loop.last }}{% endfor %}) as _adb_p){% else %}0{% endif %} as _adb_varying
+    {%- if person is not none %}
+    from _adb_rel
+    {%- endif %}
 ), _adb_verdict as (
     select
         {%- if k is not none %} sum(case when _adb_n < {{ k | int }} then 1 else 0 end){% else %} 0{% endif %} as _adb_small,
@@ -88,9 +112,15 @@ with _adb_src as (
     from _adb_classes
 ), _adb_cover as (
     select {% if joins %}{% for i, h, value_col, q in joins %}max(case when _adb_uncovered{{ i }} is not null then _adb_uncovered{{ i }} || ' = ' || _adb_value{{ i }} end){{ " || ',' || " if not loop.last }}{% endfor %}{% else %}cast(null as {{ text }}){% endif %} as _adb_missing
+    {%- if joins %}
     from _adb_rel
+    {%- endif %}
 ), _adb_gate as (
     select case
+        when p._adb_nulls > 0
+            then {{ dbt_anonydb.fail("'anonydb: ' || cast(p._adb_nulls as " ~ text ~ ") || ' rows have no person (" ~ person ~ " is NULL)'") }}
+        when p._adb_varying > 0
+            then {{ dbt_anonydb.fail("'anonydb: ' || cast(p._adb_varying as " ~ text ~ ") || ' persons have records whose quasi-identifiers differ: each person needs one class'") }}
         when c._adb_missing is not null
             then {{ dbt_anonydb.fail("'anonydb: a hierarchy does not cover the value ' || c._adb_missing") }}
         when v._adb_small > 0
@@ -98,7 +128,7 @@ with _adb_src as (
         when v._adb_narrow > 0
             then {{ dbt_anonydb.fail("'anonydb: the release is not distinct " ~ l ~ "-diverse: ' || cast(v._adb_narrow as " ~ text ~ ") || ' classes have fewer values of " ~ sensitive ~ "; raise the levels'") }}
         else 1 end as _adb_ok
-    from _adb_verdict as v cross join _adb_cover as c
+    from _adb_verdict as v cross join _adb_cover as c cross join _adb_people as p
 )
 {%- set out = [] %}
 {%- for c in quasi_identifiers + ([sensitive] if sensitive else []) + keep %}{% do out.append("r." ~ adapter.quote(c)) %}{% endfor %}
