@@ -5,6 +5,7 @@ release against the release's own verification, and the ledger's overhead on one
     python benchmarks/bench_ledger.py series --method mondrian --l 3 --k 50 --rows 1000000 --months 12 --repeat 3 \
         --database /tmp/ledger_mondrian.duckdb
     python benchmarks/bench_ledger.py overhead --rows 10000000 --repeat 3 --database /tmp/ledger_10m.duckdb
+    python benchmarks/bench_ledger.py overlap --rows 10000000 --months 1 --repeat 3 --database /tmp/overlap.duckdb
 
 ``series``: a census (id, age, sex, zip, disease; the generator of tests/test_faults.py, zip an
 integer) in a database file is month 1; each later month deletes ~2% of the records and inserts
@@ -23,6 +24,9 @@ one HMAC of every id.
 alternating; the medians, the difference, and the tracked runs' ledger steps: fingerprinting (the
 HMAC statement), composition (the rest of ``stage_members``) and the ledger's inserts
 (:func:`anonydb.release.ledger.write`).
+
+``overlap``: the join that finds the release's persons among every earlier release's members
+(issue 62: composition by population), against one distinct scan of its fingerprints.
 
 Medians are reported; the machine may be shared (other processes), and every ratio is against a
 floor or a twin measured in the same process, alternating.
@@ -296,9 +300,40 @@ def overhead(args) -> int:
     return 0
 
 
+def overlap(args) -> int:
+    """The join that finds a release's persons in the ledger (:func:`anonydb.release.ledger.scope`):
+    ``--rows`` fingerprints of the release against ``--months`` earlier releases of as many members
+    each (each shifted by a tenth: most persons recur), against the floor of one distinct scan of
+    the release's fingerprints, alternating."""
+    import duckdb
+
+    con = duckdb.connect(args.database or ":memory:")
+    con.execute("SET memory_limit = '4GB'")
+    n, months = args.rows, args.months
+    con.execute("CREATE OR REPLACE TABLE anonydb_release_members AS " + " UNION ALL ".join(
+        f"SELECT {r}::BIGINT AS release_id, sha256((i + {r * n // 10})::VARCHAR) AS fp, (i // 10)::BIGINT AS grp, "
+        f"0::BIGINT AS hist FROM range({n}) AS x(i)" for r in range(1, months + 1)))
+    con.execute(f"CREATE OR REPLACE TEMP TABLE cur AS SELECT sha256((i + {(months + 1) * n // 10})::VARCHAR) AS fp "
+                f"FROM range({n}) AS x(i)")
+    ids = ", ".join(map(str, range(1, months + 1)))
+    join, floor = [], []
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        con.execute(f"SELECT m.release_id, count(*) FROM anonydb_release_members AS m JOIN cur AS c ON c.fp = m.fp "
+                    f"WHERE m.release_id IN ({ids}) GROUP BY m.release_id").fetchall()
+        join.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        con.execute("SELECT count(DISTINCT fp) FROM cur").fetchall()
+        floor.append(time.perf_counter() - t)
+    print(f"| overlap of {n:,} fingerprints with {months} earlier release(s) of {n:,} | "
+          f"{statistics.median(join):.2f} ({', '.join(f'{x:.2f}' for x in join)}) | "
+          f"{statistics.median(floor):.2f} | {statistics.median(join) / statistics.median(floor):.1f}x |")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["series", "overhead"])
+    ap.add_argument("what", choices=["series", "overhead", "overlap"])
     ap.add_argument("--rows", type=int, default=None, help="month 1's rows (series: 1M), the census (overhead: 10M)")
     ap.add_argument("--months", type=int, default=12)
     ap.add_argument("--repeat", type=int, default=3)
@@ -313,6 +348,9 @@ def main(argv=None) -> int:
     if args.what == "series":
         args.rows = args.rows or 1_000_000
         return series(args)
+    if args.what == "overlap":
+        args.rows = args.rows or 10_000_000
+        return overlap(args)
     args.rows = args.rows or 10_000_000
     args.k = args.k or 10
     return overhead(args)

@@ -397,7 +397,7 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
                         f"composed verification failed: read with ledger release {i} (series {e['series']!r}, "
                         f"{e['created']}), {n} {who} new since it are left with fewer than {t.l} possible sensitive "
                         f"values (as few as {fewest}) once its groups that moved whole are subtracted (Byun et al.'s "
-                        f"difference attack); nothing was written (--method minvariant continues the earlier groups)")
+                        f"difference attack); nothing was written ({HINT})")
     composed = [{"id": int(e["id"]), "series": e["series"], "source": e["source"], "why": e["why"],
                  "shared": int(e["shared"])} for e in earlier]
     t.staged = {"have": present(eng, t.schema), "stage": stage, "members": members, "values": vals, "tagged": pub.sides[stage]["lh"],
@@ -441,6 +441,11 @@ def last_appearance(s: Any, relation: str, fp: str, ids: list[int], schema: str 
                    f"ON y.fp = x.fp AND y.r = x.release_id")
 
 
+#: what a refused composition can do instead
+HINT = ("coarser classes keep more values in common: raise k; --method minvariant continues the earlier groups "
+        "of records that keep their values")
+
+
 def _refuse(t: Tracking, exp: Any, earlier: list[dict[str, Any]]) -> None:
     """One line naming the earlier release and the persons exposed, when the composition breaks."""
     who = "persons" if t.kind == "person" else "records"
@@ -459,7 +464,7 @@ def _refuse(t: Tracking, exp: Any, earlier: list[dict[str, Any]]) -> None:
         l = t.m if t.mode == "m-invariance" else t.l
         raise AnonyDBError(f"composed verification failed: read with {name}, {exp.exposed} {who} are left with "
                            f"fewer than {l} possible sensitive values (as few as {exp.min_values}); nothing was "
-                           f"written (--method minvariant continues the earlier groups)")
+                           f"written ({HINT})")
 
 
 def write(eng: Engine, t: Tracking, out_tables: list[str], rows: int, report: Any) -> int:

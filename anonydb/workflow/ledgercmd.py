@@ -37,7 +37,7 @@ def next_release(args: argparse.Namespace, engine: Any, track: Any, whole: Calla
 
     from ..methods.invariant import invariant
 
-    others = [f"--{n.replace('_', '-')}" for n in ("t", "n", "alpha", "delta", "keep", "person")
+    others = [f"--{n.replace('_', '-')}" for n in ("t", "n", "alpha", "delta", "keep")
               if getattr(args, n)] + (["--hierarchy"] if args.hierarchy and args.method == "minvariant" else [])
     if others:
         engine.close()

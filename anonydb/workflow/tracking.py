@@ -217,9 +217,9 @@ def result_line(track: Any) -> str | None:
     composed = track.staged.get("composed", [])
     line = (f"  ledger: release {track.staged['id']} of series {track.series!r}, verified together with "
             f"{len(composed)} earlier release(s)" + (f" ({', '.join(str(c['id']) for c in composed)})" if composed
-                                                      else "") + f" of {track.source} and of its persons")
+                                                      else "") + " of its series, source, output and persons")
     outside = track.staged.get("outside", [])
     if outside:
         line += "; shares " + ", ".join(f"{c['shared']} persons with release {c['id']} (series {c['series']!r}, "
-                                        f"{c['source']})" for c in outside) + " outside its series and source"
+                                        f"{Path(c['source']).name})" for c in outside) + " outside its series and source"
     return line
