@@ -156,3 +156,41 @@ def test_spark_connect_check_and_release(adult, connect_url, tmp_path):
     n, k = con.execute(f"SELECT sum(n), min(n) FROM (SELECT count(*) AS n FROM read_parquet('{out}/*.parquet') "
                        f"GROUP BY eq_class)").fetchone()
     assert n == 30162 and k >= 10
+
+
+@pytest.mark.slow
+def test_a_file_per_month_over_spark_connect(connect_url, tmp_path, monkeypatch):
+    """Issue 62's file-per-month flow on Spark through the command line: each month's CSV released
+    into one output of the Connect server's warehouse, refused exactly when the oracle finds a
+    person exposed (the same outcomes as on DuckDB and PostgreSQL), the ledger kept beside it."""
+    import anonydb
+    import ledger_flows as lf
+
+    monkeypatch.setenv("ANONYDB_SECRET", lf.SECRET)
+    months = lf.population(seed=3, months=4)
+    accepted: list[dict] = []
+    outcomes = []
+    for m, month in enumerate(months):
+        lf.write_csv(tmp_path / f"m{m}.csv", month)
+        cand = lf.probe(month)
+        why = lf.verdict(accepted, cand)
+        r = run("anonymize", f"m{m}.csv", "--qi", "age,zip", "--sensitive", "dis", "--k", str(lf.K), "--l",
+                str(lf.L), "--person", "rid", "--out", "flow_rel", "--replace", "--engine", connect_url, "--quiet",
+                cwd=tmp_path)
+        if why:
+            assert r.returncode == 2 and "composed verification failed" in r.stderr, (m, r.stderr[-2000:])
+            outcomes.append("refused")
+            continue
+        assert r.returncode == 0, (m, r.stderr[-2000:])
+        assert f"verified together with {len(accepted)} earlier" in r.stdout
+        eng = anonydb.connect(connect_url)
+        try:
+            members = dict(eng.fetch_rows(f"SELECT fp, grp FROM anonydb_release_members WHERE release_id = "
+                                          f"(SELECT max(id) FROM anonydb_releases)")[1])
+        finally:
+            eng.close()
+        by_fp = {lf.fingerprint(p): g for p, g in cand["members"].items()}
+        assert lf.partition({"members": members}) == lf.partition({"members": by_fp}), m
+        accepted.append(cand)
+        outcomes.append("ok")
+    assert outcomes == ["ok", "ok", "ok", "refused"], outcomes

@@ -83,6 +83,8 @@ Injector, Mondrian's one-statement recursive plan, CSV export.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import logging
 import os
 import re
@@ -641,7 +643,7 @@ class SparkEngine(Engine):
     def schemas_holding(self, table: str) -> tuple[str, list[str]]:
         """:meth:`Engine.schemas_holding` from Spark's catalog (its databases)."""
         cat = self.spark.catalog
-        return cat.currentDatabase(), sorted(d.name for d in cat.listDatabases() if cat.tableExists(table, d.name))
+        return cat.currentDatabase(), sorted(d.name for d in cat.listDatabases() if cat.tableExists(f"{d.name}.{table}"))
 
     def digest_sum(self, exprs: list[str]) -> str:
         """:meth:`Engine.digest_sum` with Spark's ``xxhash64`` of the row, summed as DECIMAL(38, 0)
@@ -679,8 +681,10 @@ class SparkEngine(Engine):
 
     # -- files -----------------------------------------------------------------------------------
     def file_select(self, path: Any, fmt: str, delim: str | None = None) -> str:
-        """The file read by Spark (the CSV's schema inferred from every row), as a temporary view."""
+        """The file read by Spark (the CSV's schema inferred from every row), as a temporary view;
+        a relative path is the caller's (a Connect server resolves it against its own folder)."""
         reader = self.spark.read
+        path = Path(path).resolve()
         if fmt == "parquet":
             df = reader.parquet(str(path))
         else:
