@@ -97,12 +97,15 @@ def test_a_file_per_month_no_series_composes_by_persons(tmp_path, capsys, monkey
     """A new file and a new output each month, no series: the same persons all the same, and the
     result line says it shares persons outside its series and source."""
     monkeypatch.chdir(tmp_path)
-    months = lf.population(seed=8, months=3, churn=0.05, new=10)
+    months = lf.population(seed=11, months=3, churn=0.05, new=10)
     for m, month in enumerate(months):
         lf.write_csv(tmp_path / f"x{m}.csv", month)
     seen = monthly(tmp_path, capsys, months, lambda m: ["anonymize", f"x{m}.csv", *ARGS, "--person", "rid",
                                                         "--out", f"out{m}"])
-    assert seen["later"] == 0 or seen["outside"] >= 1, seen
+    assert seen["later"] >= 1 and seen["outside"] == seen["later"] and seen["refused"] >= 1, seen  # by Byun's attack
+    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+        (composed,) = con.execute("SELECT composed FROM anonydb_releases WHERE id = 2").fetchone()
+    assert '"why": ["persons"]' in composed  # the entry says so too
 
 
 def test_a_table_replaced_in_place(tmp_path, capsys):
@@ -250,3 +253,23 @@ def test_random_changing_tables_names_and_series(capsys, seed, months, files, se
         finally:
             os.chdir(here)
     assert seen["accepted"] >= 1
+
+
+def test_a_spec_untracked_by_series_false(tmp_path, capsys, monkeypatch):
+    """Without the secret the spec's first release leaves a mark; the next is refused until the spec
+    says series: false, and then says it is composed with no other."""
+    monkeypatch.delenv("ANONYDB_SECRET")
+    monkeypatch.chdir(tmp_path)
+    months = lf.population(seed=3, months=2)
+    for m, month in enumerate(months):
+        lf.write_csv(tmp_path / f"visits_{m}.csv", month)
+    spec = tmp_path / "monthly.yaml"
+    spec.write_text(SPEC.format(source="visits_0.csv", k=lf.K, l=lf.L))
+    code, out, _ = run(["release", "monthly.yaml"], capsys)
+    assert code == 0 and "ledger: untracked (no publisher's secret)" in out
+    spec.write_text(SPEC.format(source="visits_1.csv", k=lf.K, l=lf.L))
+    code, _, err = run(["release", "monthly.yaml"], capsys)
+    assert code == 2 and "written untracked" in err and err.count("\n") == 1
+    spec.write_text(SPEC.format(source="visits_1.csv", k=lf.K, l=lf.L) + "series: false\n")
+    code, out, _ = run(["release", "monthly.yaml"], capsys)
+    assert code == 0 and "not composed with earlier or later releases" in out
