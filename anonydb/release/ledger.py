@@ -199,15 +199,20 @@ def _checksum(secret: bytes, entry: dict[str, Any], digest: str) -> str:
 
 
 def problems(eng: Engine, rows: list[dict[str, Any]], secret: bytes | None = None,
-             schema: str | None = None) -> dict[int, str]:
+             schema: str | None = None, only: Iterable[int] | None = None, links: bool = True) -> dict[int, str]:
     """What is wrong with the ledger ``rows`` (every row, tombstones included): release id -> one
     phrase. The entries of each secret form a chain, each checksum covering its predecessor's, so
     an entry deleted by hand breaks the next one's link; fingerprints with no entry are an entry
     deleted by hand (or, on an engine without transactions, the leftovers of a run killed before
     its entry: those above the last entry are ignored); with ``secret``, every entry keyed by it
     is checked against its checksum (its fields, its predecessor's checksum and a digest of its
-    members, values and histories)."""
+    members, values and histories); ``only``: the ids whose checksums are checked (default: all);
+    ``links``: check the chain and the orphans too."""
     out: dict[int, str] = {}
+    if secret is not None:
+        out.update(_failing_checksums(eng, rows, secret, schema, only))
+    if not links:
+        return out
     ids = {int(e["id"]) for e in rows}
     last: dict[str, str | None] = {}
     for e in rows:
@@ -227,18 +232,24 @@ def problems(eng: Engine, rows: list[dict[str, Any]], secret: bytes | None = Non
     for i in sorted(orphans - ids):
         if eng.dialect != "spark" or i < top:
             out[i] = "has fingerprints but no entry: the entry was deleted by hand"
-    if secret is not None:
-        sid = secret_id(secret)
-        mine = [e for e in rows if e["secret_id"] == sid and e["mode"] not in (UNTRACKED, DROPPED)]
-        digests = _digests(eng, [e["id"] for e in mine], schema)
-        for e in mine:
-            if _checksum(secret, e, digests[e["id"]]) != e["checksum"]:
-                out.setdefault(int(e["id"]), "fails its checksum: the ledger was edited by hand")
     return out
 
 
-def _refuse_problems(eng: Engine, t: Tracking, rows: list[dict[str, Any]]) -> None:
-    bad = problems(eng, rows, t.secret, t.schema)
+def _failing_checksums(eng: Engine, rows: list[dict[str, Any]], secret: bytes, schema: str | None,
+                       only: Iterable[int] | None) -> dict[int, str]:
+    sid = secret_id(secret)
+    keep = None if only is None else {int(i) for i in only}
+    mine = [e for e in rows if e["secret_id"] == sid and e["mode"] not in (UNTRACKED, DROPPED)
+            and (keep is None or int(e["id"]) in keep)]
+    digests = _digests(eng, [e["id"] for e in mine], schema)
+    return {int(e["id"]): "fails its checksum: the ledger was edited by hand"
+            for e in mine if _checksum(secret, e, digests[e["id"]]) != e["checksum"]}
+
+
+def _refuse_problems(eng: Engine, t: Tracking, rows: list[dict[str, Any]], only: Iterable[int] | None = None) -> None:
+    """Refuse, in one line, a ledger whose chain breaks or that holds orphans, or whose entries
+    ``only`` (the ones this release is read with) fail their checksums."""
+    bad = problems(eng, rows, t.secret, t.schema, only=[] if only is None else only, links=only is None)
     if bad:
         i = min(bad)
         e = next((x for x in rows if int(x["id"]) == i), None)
@@ -253,7 +264,7 @@ def chain(eng: Engine, t: Tracking, key_type: str) -> list[dict[str, Any]]:
     after the ledger is checked: its chain and checksums under ``t``'s secret, the secret of
     each of these, the tracked column's type. Raises an InputError in one line otherwise."""
     rows = entries(eng, schema=t.schema, dropped=True)
-    _refuse_problems(eng, t, rows)
+    _refuse_problems(eng, t, rows)  # the chain and orphans: every entry
     sid = secret_id(t.secret)
     out = []
     for e in rows:
@@ -267,6 +278,7 @@ def chain(eng: Engine, t: Tracking, key_type: str) -> list[dict[str, Any]]:
             raise InputError(f"the tracked column {t.key!r} of {t.source} is {key_type} now but was "
                              f"{e['tracked_type']} in ledger release {e['id']}: its fingerprints would not match")
         out.append(e)
+    _refuse_problems(eng, t, rows, [e["id"] for e in out])  # the checksums of the entries read
     return out
 
 
@@ -300,6 +312,9 @@ def scope(eng: Engine, t: Tracking, key_type: str, fps: str) -> list[dict[str, A
             why.append("persons")
         if why:
             out.append({**e, "why": why, "shared": shared.get(i, 0)})
+    extra = [e["id"] for e in out if int(e["id"]) not in related]
+    if extra:
+        _refuse_problems(eng, t, entries(eng, schema=t.schema, dropped=True), extra)
     return out
 
 
