@@ -273,3 +273,24 @@ def test_a_spec_untracked_by_series_false(tmp_path, capsys, monkeypatch):
     spec.write_text(SPEC.format(source="visits_1.csv", k=lf.K, l=lf.L) + "series: false\n")
     code, out, _ = run(["release", "monthly.yaml"], capsys)
     assert code == 0 and "not composed with earlier or later releases" in out
+
+
+def test_a_spec_writing_files_is_named_by_its_output(tmp_path, capsys, monkeypatch):
+    """A spec that writes a Parquet file (its release staged under a scratch name) is named in the
+    ledger by its file: without the secret, the next month's run is refused like a table's."""
+    monkeypatch.delenv("ANONYDB_SECRET")
+    monkeypatch.chdir(tmp_path)
+    months = lf.population(seed=3, months=2)
+    for m, month in enumerate(months):
+        lf.write_csv(tmp_path / f"visits_{m}.csv", month)
+    text = SPEC.replace("output: {{table: rel, replace: true}}", "output: {{table: rel, format: parquet, "
+                                                                   "path: rel.parquet, replace: true}}")
+    (tmp_path / "monthly.yaml").write_text(text.format(source="visits_0.csv", k=lf.K, l=lf.L))
+    code, out, err = run(["release", "monthly.yaml"], capsys)
+    assert code == 0 and "ledger: untracked" in out, err
+    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT series, tables FROM anonydb_releases").fetchall() == [("rel.parquet",
+                                                                                          '["rel.parquet"]')]
+    (tmp_path / "monthly.yaml").write_text(text.format(source="visits_1.csv", k=lf.K, l=lf.L))
+    code, _, err = run(["release", "monthly.yaml"], capsys)
+    assert code == 2 and "written untracked" in err, err

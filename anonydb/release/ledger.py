@@ -334,7 +334,7 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
     if t is None:
         return
     if t.untracked:  # a mark only: no fingerprints, nothing to compose
-        t.staged = {"have": present(eng, t.schema), "stage": stage}
+        t.staged.update({"have": present(eng, t.schema), "stage": stage})
         return
     from .. import composition
 
@@ -415,10 +415,10 @@ def stage_members(eng: Engine, pub: Any, stage: str, key: str, groups: list[str]
                         f"difference attack); nothing was written ({HINT})")
     composed = [{"id": int(e["id"]), "series": e["series"], "source": e["source"], "why": e["why"],
                  "shared": int(e["shared"])} for e in earlier]
-    t.staged = {"have": present(eng, t.schema), "stage": stage, "members": members, "values": vals, "tagged": pub.sides[stage]["lh"],
-                "hists": pub.sides[stage]["lhv"], "key_type": key_type, "exposure": exp,
-                "earlier": [e["id"] for e in earlier], "composed": composed,
-                "outside": [c for c in composed if c["why"] == ["persons"]]}
+    t.staged.update({"have": present(eng, t.schema), "stage": stage, "members": members, "values": vals,
+                     "tagged": pub.sides[stage]["lh"], "hists": pub.sides[stage]["lhv"], "key_type": key_type,
+                     "exposure": exp, "earlier": [e["id"] for e in earlier], "composed": composed,
+                     "outside": [c for c in composed if c["why"] == ["persons"]]})
 
 
 def same_attribute(eng: Engine, earlier: list[dict[str, Any]], t: Tracking, vals: str) -> list[int]:
@@ -497,7 +497,8 @@ def write(eng: Engine, t: Tracking, out_tables: list[str], rows: int, report: An
     spec = t.spec or ""
     entry: dict[str, Any] = {
         "id": rid, "series": t.series, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "source": t.source, "method": t.method, "tables": json.dumps(out_tables),
+        "source": t.source, "method": t.method,
+        "tables": json.dumps(list(t.outputs) if t.staged.get("named") else out_tables),
         "spec_sha256": hashlib.sha256(spec.encode()).hexdigest(), "spec": spec,
         "columns": json.dumps(t.columns, sort_keys=True), "models": json.dumps(t.models, sort_keys=True, default=str),
         "tracked": t.key or None, "tracked_kind": t.kind, "sensitive": t.sensitive, "rows": int(rows)}

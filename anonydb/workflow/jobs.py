@@ -110,7 +110,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
               progress: Callable[[dict[str, Any]], None] | None = None, risk: Any = None, public: str | None = None,
               series: str | None = None, key: str | None = None, composition: str | None = None,
               m: int | None = None, spec_text: str | None = None, source_name: str | None = None,
-              ledger_schema: str | None = None, untracked: bool = False, **params: Any) -> Release:
+              ledger_schema: str | None = None, untracked: bool = False, name_as: str | None = None,
+              **params: Any) -> Release:
     """Anonymize ``source`` with ``method`` into ``out``; return the verified :class:`Release`.
 
     ``params`` holds the privacy models (``k``, ``l`` with ``l_variant``/``c``, ``t`` with
@@ -158,7 +159,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
 
     eng = connect(engine)
     track = plan(eng, source_name or source, qi, sensitive, method, out, person, pseudonymize, secret_file, series,
-                 key, composition, m, spec_text, params, keep, ledger_schema, untracked)
+                 key, composition, m, spec_text, params, keep, ledger_schema, untracked, name_as)
     with risk_gate(gate), tracking(track):
         if continues(track, method, sensitive):
             from ..methods.invariant import invariant
@@ -358,6 +359,7 @@ def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files:
                             replace=sp.replace or files_out, as_view=sp.view, progress=progress,
                             keep=keep or None, person=sp.person, pseudonymize=sp.pseudonyms or None,
                             secret_file=sp.secret_file, risk=sp.risk, public=sp.public, **_series_args(sp),
+                            name_as=str(sp.output_path or sp.table) if files_out else None,
                             **sp.method_params, **sp.model_params())
             dropped = set(rel.dropped) | set(_spec_dropped(eng, sp))
             rel.dropped = [c for c in getattr(sp, "_source_columns", []) if c in dropped]

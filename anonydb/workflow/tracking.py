@@ -64,11 +64,12 @@ def outputs(method: str, out: str) -> tuple[str, ...]:
 def plan(eng: Engine, source: Any, qi: Any, sensitive: str | None, method: str, out: str, person: str | None,
          pseudonymize: Any, secret_file: Any, series: str | None, key: str | None, composition: str | None,
          m: int | None, spec_text: str | None, params: dict[str, Any], keep: Any, schema: str | None = None,
-         untracked: bool = False) -> Any:
+         untracked: bool = False, name_as: str | None = None) -> Any:
     """The ledger's :class:`~anonydb.release.ledger.Tracking` of this release (``untracked`` set
     when it is written as a mark only), or None when it is not tracked: it names no record owner
     and no earlier release of its output, series or source is in the ledger, or its database does
-    not outlive the run."""
+    not outlive the run. ``name_as``: the release's name when ``out`` is a staging table (a spec
+    writing files): its default series and the output the ledger lists."""
     from ..pseudonyms import load_key
     from ..release import ledger
 
@@ -80,8 +81,8 @@ def plan(eng: Engine, source: Any, qi: Any, sensitive: str | None, method: str, 
     if col is not None or asked:
         _one_ledger(eng, schema)
     src = source_id(eng, source)
-    name = series or out
-    outs = outputs(method, out)
+    name = series or name_as or out
+    outs = (name_as,) if name_as else outputs(method, out)
     rows = ledger.entries(eng, schema=schema)
     related = [e for e in rows if e["series"] == name or set(ledger.outputs_of(e)) & set(outs)]
     marks = [e for e in related if e["mode"] == ledger.UNTRACKED]
@@ -174,11 +175,13 @@ def _tracking(col: str | None, person: str | None, name: str, src: str, method: 
     roles = {**{q: "quasi-identifier" for q in qi_cols}, **({sensitive: "sensitive"} if sensitive else {}),
              **{c: "kept" for c in split_list(keep, "keep")}}
     models = {k_: v for k_, v in params.items() if k_ in MODEL_PARAMS and v is not None}
-    return ledger.Tracking(key=col or "", kind="person" if person is not None or col is None else "key", series=name,
+    t = ledger.Tracking(key=col or "", kind="person" if person is not None or col is None else "key", series=name,
                            l=ls if isinstance(ls, int) and not isinstance(ls, bool) else None,
                            spec=spec_text or call_text(src, qi_cols, sensitive, method, out, models), source=src,
                            method=method, models=models, columns=roles, sensitive=sensitive, schema=schema,
                            outputs=outs, **kw)
+    t.staged["named"] = outs != outputs(method, out)  # the ledger lists the spec's files, not its staging table
+    return t
 
 
 def continues(track: Any, method: str, sensitive: str | None) -> bool:
