@@ -307,7 +307,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             if nt:  # over every published column too: a kept column splits a class into groups judged alone
                 report = planner.verify_nt(nt, stage, tree, columns.keep)
                 if not report.holds and columns.keep and planner.verify_nt(nt, stage, tree).holds:
-                    raise kept_columns_break(columns.keep, next(v for v in report.verdicts if not v.holds))
+                    raise kept_columns_break(columns.keep, next(v for v in report.verdicts if not v.holds),
+                                             *((eng, stage) if person is None else ()))
                 _attach(pub, stage, report)
             if planner.bt:  # judged per tuple from the final classes' rows, with the priors already estimated
                 _attach(pub, stage, planner.verify_bt(joined))
@@ -617,7 +618,11 @@ class _Planner:
         value (:meth:`row_columns`); rounds; partition tree, None from the recursive plan, which
         (n,t)-closeness, the tree's only reader, never takes)."""
         self.setup()
-        run_events.phase("rounds", total=int(self.total),
+        # the bar's unit: persons when a row is a person or a (person, value) fact (their _adb_own
+        # counts persons), the records when QIs vary within a person (a person's records may split)
+        self.goal = int(self.eng.scalar(f"SELECT count(*) FROM {ident(self.work)}")) if self.varying \
+            else int(self.total)
+        run_events.phase("rounds", total=self.goal,
                          unit="persons closed" if self.person and not self.varying else "rows closed")
         if plan == "recursive" or (plan == "auto" and self.recursive_ok()):
             return self._run_recursive(progress)
@@ -669,7 +674,7 @@ class _Planner:
                                   f"FROM {ident(work)} AS w JOIN {ident(assign)} AS a ON {on}")
         self.assign = assign
         if progress:
-            progress({"round": int(rounds), "open": 0, "classes": int(classes), "rows_open": 0, "done": int(self.total)})
+            progress({"round": int(rounds), "open": 0, "classes": int(classes), "rows_open": 0, "done": self.goal})
         return self.assign, int(rounds), None
 
     def _tuples(self) -> str | None:
@@ -763,9 +768,11 @@ class _Planner:
                                                                cuts=chosen, children=children,
                                                                with_qid=bool(self.bt)))
             closed += n_parts - n_cut
-            if progress:
+            if progress:  # the children's counts are facts with persons: the open work in the bar's unit
+                left = int(rows_open) if not n_children or not (self.persons or self.varying) else int(e.scalar(
+                    f"SELECT {'count(*)' if self.varying else 'sum(_adb_own)'} FROM {ident(self.work)}"))
                 progress({"round": rnd, "open": n_children, "classes": closed, "rows_open": int(rows_open),
-                          "done": int(self.total - rows_open)})
+                          "done": self.goal - left})
             next_id += n_children
             n_parts, n_rows = n_children, int(rows_open)
             if n_children and old not in s.slots.values():  # the set-up's rows
@@ -807,7 +814,7 @@ class _Planner:
         levels, classes = e.fetch_rows(f"SELECT max(_adb_lvl), count(DISTINCT _adb_pid) FROM {ident(done)}")[1][0]
         if progress:
             progress({"round": rnd + int(levels or 0), "open": 0, "classes": closed + int(classes), "rows_open": 0,
-                      "done": int(self.total)})
+                      "done": self.goal})
         return rnd + int(levels or 0)
 
     def _advance_nt(self, children: str, sides: str) -> None:

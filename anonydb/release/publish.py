@@ -18,7 +18,8 @@ every method shares.
   swapped into place in one transaction (:class:`Publication`); a run first drops the stale ones of runs
   that were killed (:func:`sweep`). A target is never a source, an existing table or file is
   replaced only when the user said so, and files are written beside their target and renamed
-  (:func:`export`).
+  (:func:`export`), the CLI's ``--export`` inside the commit of its table, just before it
+  commits (:func:`exporting`): a kill leaves the file new beside the old table at worst.
 """
 
 from __future__ import annotations
@@ -380,9 +381,19 @@ def tracked_key() -> str | None:
 
 
 # --- verification over every published column ------------------------------------------------------------
-def kept_columns_break(keep: list[str], bad: Any) -> InputError:
+def kept_columns_break(keep: list[str], bad: Any, eng: Engine | None = None, stage: str | None = None) -> InputError:
     """The refusal when the kept columns alone make the failing verdict ``bad`` fail: the user's own
-    columns are the cause (bad input), not the method."""
+    columns are the cause (bad input), not the method. With ``eng`` and ``stage`` (a release that
+    counted rows), a kept or pseudonymized column that looks like a person key (:func:`person_keys`)
+    is named as the person column it likely is: with --person the models count its persons."""
+    like = person_keys(eng, stage, keep) if eng is not None and stage is not None else []
+    if like:
+        c, values, rows = like[0]
+        return InputError(f"the kept column(s) {', '.join(keep)} break {bad.model} ({bad.violating_groups} groups "
+                          f"over the published columns violate it); {c} looks like a person key ({values} values "
+                          f"on {rows} rows): declare it with {option('person')} {c} so the models count persons "
+                          f"(with {option('pseudonymize')} {c} it is published as a pseudonym), or do not publish "
+                          f"it; nothing was written")
     return InputError(f"the kept column(s) {', '.join(keep)} break {bad.model} ({bad.violating_groups} groups over "
                       f"the published columns violate it); publish them as quasi-identifiers or not at all "
                       f"({option('keep')}); nothing was written")
@@ -405,7 +416,7 @@ def verify_published(eng: Engine, stage: str, sensitive: str | None, models: lis
     if keep:
         without = [c for c in cols if c not in keep]
         if check(stage, without, sensitive, models=models, engine=eng, max_groups=1, **check_args).holds:
-            raise kept_columns_break(keep, bad)
+            raise kept_columns_break(keep, bad, *((eng, stage) if person is None else ()))
     g = bad.violations[0] if bad.violations else None
     where = f"; e.g. a group of {g.size} {'persons' if person else 'rows'}, value {g.value}" if g else ""
     raise AnonyDBError(f"verification failed: {bad.model} does not hold on the {what} ({bad.violating_groups} groups "
@@ -570,6 +581,16 @@ class Publication:
 
             def then() -> None:
                 t.staged["id"] = ledger.write(self.eng, t, outs, rows, report)
+        plan = _EXPORTS.get()
+        files = [(name, plan[0][name]) for name in [out for _, out in pairs] + ([view[0]] if view else [])
+                 if plan is not None and name in plan[0]]
+        if files:  # written and renamed into place last before COMMIT: a kill between leaves the file new
+            ledger_entry = then
+
+            def then() -> None:
+                if ledger_entry is not None:
+                    ledger_entry()
+                plan[1].extend(export(self.eng, files))
         _swap(self.eng, pairs, as_view, view, then)
         for st, _ in pairs:
             self.staged.pop(st, None)
@@ -634,6 +655,31 @@ def sweep_files(folder: Path) -> None:
                 _remove(f)
             except OSError:
                 pass
+
+
+#: the files the commits of a run write with their tables (:func:`exporting`): (table -> path, written)
+_EXPORTS: ContextVar[tuple[dict[str, Path], list[str]] | None] = ContextVar("anonydb_exports", default=None)
+
+
+@contextmanager
+def exporting(files: dict[str, Path]):
+    """Export each table (a target's name -> its file) in the commit that puts it in place: the file
+    is written beside its path and renamed into place inside the swap's transaction, just before it
+    commits. A run killed in between leaves the old file and table, or the new file beside the old
+    table, never a new table beside an old file; the table is authoritative, a file can be exported
+    again. Yields the list of the paths written (a table no commit puts in place is the caller's)."""
+    written: list[str] = []
+    token = _EXPORTS.set(({str(k): Path(v) for k, v in files.items()}, written))
+    try:
+        yield written
+    finally:
+        _EXPORTS.reset(token)
+
+
+def exported() -> list[str]:
+    """The files the commits inside :func:`exporting` wrote so far."""
+    plan = _EXPORTS.get()
+    return list(plan[1]) if plan is not None else []
 
 
 def export(eng: Engine, parts: list[tuple[str, Path]]) -> list[str]:

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping
 
 from ..engines import connect
 from ..engines.base import Engine
-from ..errors import InputError
+from ..errors import InputError, option
 from ..models.base import as_fraction
 from ..schema import split_list
 from ..sources import open_source
@@ -146,18 +146,32 @@ def assess(table: str, qi: Iterable[str] | str | None = None, *, engine: Engine 
             keys = h.keys
         else:
             h = histograms(eng, rel, keys, population=pop, person=person, label=label, population_label=population)
-        rep = RiskReport(label, keys, h.unit, summary(h, threshold), distribution(h), notes=list(h.notes))
         n = h.n
-        if n and (given or pop is not None):
+        if not n:  # every risk would read 0: refused, as check and anonymize refuse an empty source
+            raise InputError(f"{label} is empty: there is no risk to assess")
+        rep = RiskReport(label, keys, h.unit, summary(h, threshold), distribution(h), notes=list(h.notes))
+        if given or pop is not None:
             from .population import population_size as resolve_n, uniqueness
 
+            sizes = h.class_sizes()
+            pairs = sum(j * c for j, c in sizes.items())  # > n when a person has records in several classes
             if given:
                 big_n = resolve_n(n, size=population_size, fraction=fraction, region=region)
+                if fraction is not None and pairs != n:  # the models' units are the (person, class) pairs
+                    big_n = resolve_n(pairs, fraction=fraction)
             else:
                 big_n = int(eng.scalar(f"SELECT count(DISTINCT {ident(person)}) FROM {ident(pop)}" if person and person in
                                        dict(eng.columns(pop)) else f"SELECT count(*) FROM {ident(pop)}"))
-            rep.population = uniqueness(h.class_sizes(), big_n)
-        elif n:
+            if pairs != n:
+                rep.notes.append(f"population uniqueness counts each person once in each class it has records in: "
+                                 f"{pairs} (person, class) pairs of {n} persons")
+            if big_n >= pairs:
+                rep.population = uniqueness(sizes, big_n)
+            else:
+                rep.notes.append(f"population uniqueness not computed: the population of {big_n} persons is smaller "
+                                 f"than the {pairs} (person, class) pairs the classes hold; give the sampling "
+                                 f"fraction ({option('fraction')}) instead")
+        else:
             rep.notes.append("population uniqueness needs the population's size: give --population-size, "
                              "--fraction, --region or --population")
         if individual is not None:

@@ -12,7 +12,7 @@ import sys
 from typing import Any, Sequence
 
 from ..checker import check
-from ..errors import AnonyDBError, InputError
+from ..errors import InputError
 from . import ledgercmd
 from .cliargs import _parser  # noqa: F401  (the parser: anonydb.workflow.cli._parser, as before)
 
@@ -47,14 +47,29 @@ SPARK_REFUSED = {
 }
 
 
-def _engine_for(args: argparse.Namespace, read_only: bool = False):
+def _engine_for(args: argparse.Namespace, read_only: bool = False, existing: bool | None = None):
     """The engine of ``--db``: DuckDB (a file, or memory) or PostgreSQL (a postgresql:// URL).
     ``read_only``: the command only reads (a DuckDB file opened read-only, a Postgres session whose
-    transactions are read-only)."""
+    transactions are read-only). ``existing`` (default: ``read_only``): :func:`_existing_db`."""
     from ..engines import connect
 
+    if read_only if existing is None else existing:
+        _existing_db(args)
     return connect(args.db, read_only=read_only and bool(args.db))
 
+
+def _existing_db(args: argparse.Namespace) -> None:
+    """Refuse a --db DuckDB file that is not there, rather than create it (a mistyped --db of a
+    command that reads, or drops ledger entries)."""
+    from pathlib import Path
+
+    from ..engines import is_postgres_url, is_spark_url
+
+    db = args.db
+    if isinstance(db, str) and db != ":memory:" and not is_postgres_url(db) and not is_spark_url(db) \
+            and not Path(db).exists():
+        raise InputError(f"--db {db!r}: no database at that path (anonydb {args.command} opens an existing one, "
+                         f"never creates it)")
 
 
 #: the files this run's --export wrote, named after the result (:func:`_after_build`)
@@ -67,10 +82,12 @@ def _export(engine, table: str, path: str) -> None:
     from pathlib import Path
 
     from .. import events
-    from ..release.publish import export
+    from ..release.publish import export, exported
 
-    events.phase("writing")
-    _WRITTEN.extend(export(engine, [(table, Path(path))]))
+    done = [w for w in exported() if w == str(Path(path))]  # written by the release's commit
+    if not done:
+        events.phase("writing")
+    _WRITTEN.extend(done or export(engine, [(table, Path(path))]))
 
 
 def _inputs(args: argparse.Namespace) -> list[str]:
@@ -110,6 +127,7 @@ def _export_targets(args: argparse.Namespace) -> list[str]:
     targets = [path.with_name(f"{path.stem}_{p}{path.suffix}") for p in ("qit", "st")] if pair else [path]
     for t in targets:
         guard_file(t, args.replace, _inputs(args))
+    args.exports = dict(zip([f"{args.out}_qit", f"{args.out}_st"] if pair else [args.out], targets))
     return []
 
 
@@ -222,21 +240,6 @@ def _demo(args) -> int:
 #: the commands that show their phases on stderr (a live line on a terminal, a line a phase elsewhere)
 SHOW_PROGRESS = ("anonymize", "release")
 
-#: the signal that stopped the run, if one did
-_STOPPED_BY: list[str] = []
-
-
-def _on_signal(signum, frame):
-    """Record the signal and stop the run at its next statement (:func:`anonydb.engines.base.request_stop`):
-    the statement running now finishes (DuckDB's interrupt can leave a recursive statement
-    spinning), then the run unwinds through its clean-up."""
-    import signal
-
-    from ..engines.base import request_stop
-
-    _STOPPED_BY.append(signal.Signals(signum).name)
-    request_stop(_STOPPED_BY[0])
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     import signal
@@ -245,28 +248,30 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from ..engines import base as _engine
     from ..errors import Interrupted, cli_surface
+    from .exits import STOPPED_BY, closed_stdout_ok, on_signal, one_line
 
     try:
-        args = _parser().parse_args(argv)
+        with closed_stdout_ok():  # --help | head -1 as well
+            args = _parser().parse_args(argv)
     except SystemExit as e:  # --help, --version (0) and argparse's one-line errors (2)
         return int(e.code or 0)
     token = cli_surface()
     previous: dict[int, Any] = {}
-    _STOPPED_BY.clear()
+    STOPPED_BY.clear()
     _engine._STOP.clear()
     if threading.current_thread() is threading.main_thread():  # elsewhere the caller owns the signals
         for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.signal(sig, _on_signal)
+            previous[sig] = signal.signal(sig, on_signal)
     from .progress import Progress
 
     args.progress = Progress(enabled=args.command in SHOW_PROGRESS and not getattr(args, "quiet", False))
     _WRITTEN.clear()
     try:
         _use_engine(args)
-        with args.progress.running():
+        with closed_stdout_ok(), args.progress.running():  # a reader gone early changes no exit code
             return _COMMANDS[args.command](args)
     except (KeyboardInterrupt, Interrupted, Exception) as e:  # noqa: BLE001 -- every error is 2 and one line
-        stopped = _STOPPED_BY or _engine._STOP
+        stopped = STOPPED_BY or _engine._STOP
         if stopped or isinstance(e, (KeyboardInterrupt, Interrupted)):
             what = stopped[0] if stopped else "SIGINT"
             print(f"anonydb: error: interrupted by {what}; the run was rolled back and nothing was written",
@@ -274,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         if args.debug:
             traceback.print_exc()
-        print(f"anonydb: error: {_one_line(e)}", file=sys.stderr)
+        print(f"anonydb: error: {one_line(e)}", file=sys.stderr)
         return 2
     finally:
         for sig, handler in previous.items():
@@ -283,22 +288,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..errors import SURFACE
 
         SURFACE.reset(token)
-
-
-def _one_line(e: BaseException) -> str:
-    """An exception as one line: anonydb's own message, or the kind of failure with a hint."""
-    from ..errors import SQLError
-
-    text = str(e).strip()
-    first = text.splitlines()[0] if text else type(e).__name__
-    if isinstance(e, SQLError):
-        return f"{first} (run with --debug for the statement)"
-    if isinstance(e, AnonyDBError):  # a list of problems (a spec's) joins into the one line
-        rest = [x.strip() for x in text.splitlines()[1:] if x.strip()]
-        return first + (" " + "; ".join(rest) if rest else "")
-    if isinstance(e, (OSError, MemoryError)):
-        return f"{type(e).__name__}: {first}"
-    return f"internal error ({type(e).__name__}: {first}); run with --debug for the traceback"
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -310,6 +299,8 @@ def _check(args: argparse.Namespace) -> int:
     hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
     kinds = {c: "numeric" for c in split_list(args.numeric, "--numeric")}
     presence = _presence_args(args)
+    listed = args.max_groups if args.max_groups is not None else 20 if args.json else 5  # per model
+    fetch = listed if args.json else listed + 1  # the text says how many more there are
     engine = _engine_for(args, read_only=True)
     if presence and args.confidence is not None:
         from ..presence import check_confident
@@ -328,28 +319,31 @@ def _check(args: argparse.Namespace) -> int:
 
         try:
             report = check_presence(args.source, args.public, args.qi, delta=args.delta, k_map=args.k_map, engine=engine,
-                                    hierarchies=hierarchies, max_groups=args.max_groups, person=args.person)
+                                    hierarchies=hierarchies, max_groups=fetch, person=args.person)
         finally:
             engine.close()
-        print(report.to_json() if args.json else report.format())
+        print(report.to_json() if args.json else report.format(listed))
         return 0 if report.holds else 1
     try:
         report = check(
             args.source, args.qi, args.sensitive, engine=engine, hierarchies=hierarchies, kinds=kinds,
-            max_groups=args.max_groups, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
+            max_groups=fetch, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
             t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, supersets=args.supersets,
             reference=args.reference, person=args.person, **_extra(args),
         )
     finally:
         engine.close()
-    print(report.to_json() if args.json else report.format())
+    print(report.to_json() if args.json else report.format(listed))
     return 0 if report.holds else 1
 
 
 def _anonymize(args: argparse.Namespace) -> int:
     """anonymize: the release, then what its --export wrote and the notes (never before an error)."""
+    from ..release.publish import exporting
+
     notes = _export_targets(args)
-    code = _build(args)
+    with exporting(getattr(args, "exports", {})):  # each file renamed into place before its table commits
+        code = _build(args)
     _after_build(args, notes)
     return code
 
@@ -511,6 +505,7 @@ def _report(args: argparse.Namespace) -> int:
 
         if args.qi or args.original or args.class_column or args.suda:
             raise InputError("a spec's report takes its attributes from the spec: drop --qi/--original/--class-column/--suda")
+        _existing_db(args)
         rep = spec_report(args.source, db=args.db, threshold=args.threshold)
     else:
         if not args.qi:
@@ -758,7 +753,7 @@ def _evaluate(args: argparse.Namespace) -> int:
               "out": args.risk_out, "replace": bool(args.risk_out)}
     elif args.targets or args.truth or args.risk_out or args.max_attrs:
         raise InputError("--targets, --truth, --max-attrs and --risk-out belong to --foreground")
-    engine = _engine_for(args)
+    engine = _engine_for(args, existing=not args.risk_out)
     try:
         ev = evaluate(args.release, args.qi, args.sensitive, engine=engine, source=args.source, group=args.group,
                       hierarchies=hierarchies, similarity_level=args.similarity_level,
@@ -805,7 +800,7 @@ def _tradeoff(args: argparse.Namespace) -> int:
         raise InputError("give at least one --setting (e.g. --setting mondrian:k=10|50|100 --setting anatomy:l=4)")
     settings = [x for t in args.setting for x in _setting_arg(t)]
     hierarchies = dict(parse_hierarchy_arg(h) for h in args.hierarchy)
-    engine = _engine_for(args)
+    engine = _engine_for(args, existing=True)
     try:
         sw = sweep(args.source, args.qi, args.sensitive, settings, engine=engine, hierarchies=hierarchies,
                    min_sup=args.min_sup)
@@ -885,7 +880,7 @@ def _audit(args: argparse.Namespace) -> int:
     min_exp = 0.9 if args.min_exp is None else args.min_exp  # anonymize --method injector's default
     support = _itemset_support(args.itemset_support)  # and its parsing: min, max or a count
     qi = split_list(args.qi, "--qi")
-    engine = _engine_for(args)
+    engine = _engine_for(args, existing=True)
     if engine.dialect == "duckdb":  # the rule-respecting pairing runs seconds on Adult: no bar on stdout (--json)
         engine.execute("SET enable_progress_bar = false")
     out: dict[str, Any] = {}
@@ -950,7 +945,7 @@ def _minvariant(args: argparse.Namespace, engine, track: Any) -> int:
 
 
 def _releases(args: argparse.Namespace) -> int:
-    return ledgercmd.releases(args, _engine_for(args))
+    return ledgercmd.releases(args, _engine_for(args, existing=True))
 
 
 def _anatomy(args: argparse.Namespace, engine) -> int:

@@ -189,7 +189,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--numeric", default=None, help="attributes that must hold numbers, comma-separated")
     c.add_argument("--person", metavar="COL", help=PERSON_HELP)
     c.add_argument("--json", action="store_true", help="print the report as JSON")
-    c.add_argument("--max-groups", type=int, default=20, help="violating groups listed per model (default 20)")
+    c.add_argument("--max-groups", type=int, metavar="N",
+                   help="violating groups listed per model (default 5 in the text, 20 with --json)")
     _add_model_args(c)
 
     a = sub.add_parser("anonymize", **_about("anonymize", "write a release that meets the privacy models, verified "

@@ -135,8 +135,9 @@ class Progress:
         its share and what is still open)."""
         parts = []
         f = self.facts
-        if f.get("total") and f.get("done") is not None and not final:
-            parts.append(f"{_number(int(f['done']))} of {_number(int(f['total']))} {f.get('unit') or 'done'}")
+        if f.get("total") and f.get("done") is not None and not final:  # never below 0 nor past the total
+            total = int(f["total"])
+            parts.append(f"{_number(max(0, min(int(f['done']), total)))} of {_number(total)} {f.get('unit') or 'done'}")
         for k, v in f.items():
             if k in HIDDEN or (final and k == "open"):
                 continue
