@@ -22,6 +22,7 @@ from .hierarchy import validate_all
 from .models import (DISCLOSURE_VARIANTS, AlphaKAnonymity, BetaLikeness, ConfidenceBounding, DeltaDisclosure,
                      DisclosureRecursiveDiversity, EpsilonMAnonymity, GroupContext, GroupViolation, KAnonymity,
                      KEAnonymity, LDiversity, Model, MultiQidK, NTCloseness, PersonalizedPrivacy, TCloseness, Verdict, XYPrivacy)
+from .models.named import check_named
 from .schema import is_numeric_type, split_list, validate_person, validate_roles
 from .sources import open_source
 from .sqlgen import ident
@@ -225,10 +226,15 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
     COLUMN_KEY_SHARE rows, the groups are keyed by the columns themselves (the plan only: the
     report is the same). ``person``: the column naming each record's owner; every model then
     judges distinct persons (their definitions: :mod:`anonydb.models.base` and each model's module),
-    and the report counts persons (``distribution_of`` must hold the column too).
+    and the report counts persons (``distribution_of`` must hold the column too). Models given by
+    their parameters have what they name checked first (:func:`anonydb.models.named.check_named`:
+    a bounded, allowed or protected value the sensitive attribute does not hold, in ``distribution_of``
+    when given, is an InputError); ``models`` given as objects (a release's own verification, whose
+    method checked them against its source) are not.
     """
     eng = connect(engine)
     qi_cols = split_list(qi, "quasi-identifiers")
+    named = models is None  # the models' parameters were given here: what they name is checked against the data
     if models is None:
         models = build_models(**params)
     elif params:
@@ -259,6 +265,10 @@ def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = N
         validate_all(eng, relation, hierarchies, name=label)
         if sensitive in hierarchies and distribution_of is not None:
             hierarchies[sensitive].validate(eng, distribution_of, sensitive, name=str(distribution_of))
+        if named:  # a value or column no row holds protects nothing: refused (a release's own check skips it)
+            check_named(eng, relation, models, qi=qi_cols, sensitive=sensitive, person=person, label=label,
+                        hierarchy=hierarchies.get(sensitive) if sensitive else None, covered=True,
+                        values_of=distribution_of)
         sa = sensitive if any(m.needs_sensitive for m in models) else None
         rows = eng.scalar(f"SELECT count(*) FROM {ident(relation)}")
         if not rows:

@@ -55,7 +55,10 @@ _CLI_SPELLING = {"out": "--out", "replace": "--replace", "keep": "--keep", "iden
 _SPEC_SPELLING = {"keep": "role insensitive", "replace": "output: {replace: true}",
                   "out": "output: {table: ...}", "identifiers": "role identifier (attributes:)", "seed": "seed:",
                   "person": "role person", "pseudonymize": "role pseudonym",
-                  "varying": "method: {name: mondrian, varying: true}"}
+                  "varying": "method: {name: mondrian, varying: true}",
+                  "conf_bound": "privacy: {confidence_bound} (or {xy_privacy: {bounds}})",
+                  "allowed": "privacy: {l: {allowed}}", "protected": "privacy: {l: {protected}}",
+                  "guard": "privacy: {personalized: {guard}}", "qid_sets": "privacy: {multi_qid: {sets}}"}
 
 
 def option(name: str) -> str:

@@ -108,6 +108,13 @@ class Hierarchy(abc.ABC):
         validate_all(engine, relation, {column: self}, name=name, labels={column: label} if label else None,
                      where=where)
 
+    def nodes_sql(self, engine: Any, relation: str, column: str) -> str:
+        """A SELECT of the hierarchy's nodes below the root (one VARCHAR column ``node``, the leaves
+        included; a rule-based hierarchy's over the distinct values of ``relation.column``): what a
+        value of the data may name as a node (personalized privacy's guarding nodes)."""
+        long = self._table_sql(engine, relation, column, long=True)
+        return f"SELECT node FROM ({long.sql}) AS _adb_h WHERE h < {self.height} AND node IS NOT NULL"
+
     @abc.abstractmethod
     def _uncovered_context(self, dialect: str) -> dict[str, Any]:
         """Template context for hierarchy_uncovered.sql.j2: ``values`` (leaves) or ``predicate``."""

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.xdist_group("postgres")
 
 CASES = [dict(l=2, l_variant="pd-recursive", c=2, allowed=["1"]),
          dict(l=2, l_variant="npd-recursive", c=3, allowed=["1"], protected=["2"], c2=0.2),
-         dict(l=2, l_variant="npd-recursive", c=3, allowed=["1"], protected=["9", "2"], c2=0),
+         dict(l=2, l_variant="npd-recursive", c=3, allowed=["1"], protected=["4", "2"], c2=0),
          dict(conf_bound={"1": 0.5, "*": 0.6}), dict(xy_k=2, conf_bound={"2": 0.5}),
          dict(ke=(2, 1)), dict(epsilon_m=(1, 1.5))]
 

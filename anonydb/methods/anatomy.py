@@ -22,11 +22,13 @@ Two modes:
 
 Either way the pair is verified by :func:`anonydb.checker.check` before anything is written.
 
-Record owners (``person``): all of a person's records share one group. Group creation deals
-persons, each under the value most of their records hold (ties: the smallest), so a group of
->= l persons holds l different values (distinct l-diversity by persons); the other variants are
-judged by persons (:mod:`anonydb.models.base`) and refused when a group fails. The ST counts
-persons (c_s: a value repeated on one person's visits counts once), the QIT lists every record.
+Record owners (``person``): all of a person's records share one group, so their QIs must be
+constant per person (as Mondrian and full-domain require; a QI that varies is refused, naming the
+column and one person). Group creation deals persons, each under the value most of their records
+hold (ties: the smallest), so a group of >= l persons holds l different values (distinct
+l-diversity by persons); the other variants are judged by persons (:mod:`anonydb.models.base`) and
+refused when a group fails. The ST counts persons (c_s: a value repeated on one person's visits
+counts once), the QIT lists every record.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ from ..models.base import as_fraction
 from ..schema import PERSON_COLUMN, split_list
 from ..sources import open_source
 from ..sqlgen import ident
-from ..release.publish import Publication, pseudonymized, publication_lines, resolve_roles, tracked_key
+from ..release.publish import (Publication, constant_qis, pseudonymized, publication_lines, resolve_roles,
+                               tracked_key)
 from .mondrian import _fmt
 
 
@@ -112,6 +115,8 @@ def anatomy(source: str, qi: str | Iterable[str], sensitive: str, *, l: Any, out
             relation = open_source(eng, source, scratch=s)
             columns = resolve_roles(eng, relation, qi_cols, sensitive, identifiers, keep, label=str(source),
                                     person=person, pseudonymize=pseudonymize).columns
+            if person is not None:  # a person's records share one group and its QIT rows: one set of QI values
+                constant_qis(eng, relation, person, qi_cols)
             relation, key_origin = pseudonymized(eng, s, relation, columns, secret_file)
             run_events.phase("grouping")
             cols = dict(eng.columns(relation))

@@ -50,6 +50,7 @@ from ..errors import AnonyDBError, InfeasibleError, InputError
 from ..generalize import generalize_sql
 from ..hierarchy import Hierarchy, validate_all
 from ..models import GroupContext, Model, NTCloseness, candidate_models
+from ..models.named import check_named
 from ..models.personalized import guard_columns
 from ..schema import is_numeric_type, split_list
 from ..sources import open_source
@@ -181,6 +182,8 @@ def fulldomain(source: str, qi: str | Iterable[str], sensitive: str | None = Non
                                   pseudonymize=pseudonymize)
             types, columns = roles.types, roles.columns
             guards = guard_columns(models, columns.published)  # personalized privacy's: verified, then dropped
+            check_named(eng, relation, models, qi=qi_cols, sensitive=sensitive, person=person, label=str(source),
+                        hierarchy=hierarchies.get(sensitive) if sensitive else None)
             relation, key_origin = pseudonymized(eng, s, relation, columns, secret_file)
             if _caller_keeps is not None:  # the caller's own table: every column rides along, the caller drops them
                 columns.published = [c for c, _ in eng.columns(relation)]

@@ -45,12 +45,14 @@ from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable
 from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
 from ..models import GroupContext, Model, NTCloseness, candidate_models
+from ..models.named import check_named
 from ..models.personalized import guard_columns
 from ..schema import is_numeric_type, kind_of_type, split_list
 from ..release.publish import (PERSON_COLUMN, Publication, constant_qis, kept_columns_break, publication_lines,
                                pseudonymized, resolve_roles, tracked_column, tracked_key)
 from ..sources import open_source
 from ..sqlgen import ident, literal
+from ..utility.measures import class_utility, person_kl
 
 
 #: (n,t)-closeness takes a partition's ancestors as its natural supersets [Li thesis Def 2.2.2,
@@ -225,6 +227,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             types, columns = roles.types, roles.columns
             # a guard column (personalized privacy) rides through the verification, then goes
             guards = guard_columns(verify_models, columns.published)
+            check_named(eng, relation, verify_models, qi=qi_cols, sensitive=sensitive, person=person, label=str(source),
+                        hierarchy=hierarchies.get(sensitive) if sensitive else None)
             tracked = tracked_column(person, columns.published)  # the ledger's key rides through, then goes
             staged = columns.published + guards + tracked
             relation, key_origin = pseudonymized(eng, s, relation, columns, secret_file)
@@ -327,15 +331,19 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             if varying:  # the rows partitioned are records: per record, and per person of each class
                 counts = s.table(f"SELECT _adb_pid, count(DISTINCT _adb_p) AS _adb_n FROM {ident(rows)} GROUP BY 1")
                 utility = {"persons": int(total), "suppressed_persons": suppressed,
-                           **_utility(eng, rows, boxes, qis, None, None, total, kmin, relaxed, counts),
-                           "per_record": _utility(eng, rows, boxes, qis, None, None, records, kmin, relaxed)}
+                           **class_utility(eng, rows, boxes, qis, None, None, total, kmin, relaxed, counts),
+                           "per_record": class_utility(eng, rows, boxes, qis, None, None, records, kmin, relaxed)}
             elif person is None:
-                utility = _utility(eng, rows, boxes, qis, sensitive, None if sa else (base, rid), total, kmin, relaxed)
+                utility = class_utility(eng, rows, boxes, qis, sensitive, None if sa else (base, rid), total, kmin,
+                                        relaxed)
             else:  # per person (the rows partitioned) and per record (each class weighed by its records)
-                utility = _utility(eng, rows, boxes, qis, None, None, total, kmin, relaxed)
+                utility = class_utility(eng, rows, boxes, qis, None, None, total, kmin, relaxed)
+                if sensitive:  # KL over the persons' (QI tuple, value) facts, as the row-level one over rows
+                    utility["kl"] = person_kl(eng, s, rows, base, rid, boxes, qis, person, events, sensitive)
                 counts = s.table(f"SELECT _adb_pid, count(*) AS _adb_n FROM {ident(owners)} GROUP BY _adb_pid")
                 utility = {"persons": int(total), **utility,
-                           "per_record": _utility(eng, rows, boxes, qis, None, None, records, kmin, relaxed, counts)}
+                           "per_record": class_utility(eng, rows, boxes, qis, None, None, records, kmin, relaxed,
+                                                       counts)}
         pub.commit([(stage, out)], as_view)
     return MondrianResult(table=out, rows=int(records), classes=n_classes, rounds=rounds,
                           seconds=time.perf_counter() - t0, utility=utility, report=report,
@@ -929,25 +937,6 @@ def _materialize(eng, s, base, rid, rows, qis, hq, published, stage, order, rela
     rid_col = "" if rid == "_adb_rid" else f"b.{rid} AS _adb_rid, "
     return boxes, s.table(f"SELECT a._adb_pid, {rid_col}b.* FROM {ident(base)} AS b JOIN {ident(rows)} AS a "
                           f"ON a._adb_rid = b.{ident(rid) if rid == '_adb_rid' else rid}")
-
-
-def _utility(eng, rows, boxes, qis, sensitive, source, total, k, relaxed, counts=None) -> dict[str, Any]:
-    """DM, C_AVG, GCP and NCP, KL-divergence [Li thesis 1.2.3; spec-closeness-slicing 6.1, 6.2, 6.6],
-    from the final rows' codes and the boxes. The rows carry the sensitive value when a model read
-    it; else ``source`` (relation, row id) gives it, joined once (cheaper than carrying it through
-    every round).
-    NCP = GCP / (|T| * d), the average over records and QIs (the Python Mondrian tools' figure);
-    ``ncp_by_qi``: per QI the average over records of NCP_i. ``counts`` (partition, size): the
-    classes weighed by other sizes (record owners: the records of classes of persons); no KL."""
-    base, rid = source or (None, None)
-    r = eng.fetch(eng.render("mondrian_utility.sql.j2", rows=rows, boxes=boxes, qis=qis, relaxed=relaxed,
-                             sensitive=sensitive, base=base, rid=rid, total=total, counts=counts))[0]
-    n, classes = int(r["n"]), int(r["classes"])
-    gcp = float(r["gcp"] or 0.0)
-    return {"dm": int(r["dm"]), "classes": classes, "avg_class_size": n / classes,
-            "cavg": n / classes / k if k else n / classes, "gcp": gcp,
-            "ncp": gcp / (n * len(qis)), **({} if counts else {"kl": float(r["kl"] or 0.0)}),
-            "ncp_by_qi": {q.column: float(r[f"gcp_{i}"] or 0.0) / n for i, q in enumerate(qis)}}
 
 
 def _unlink(eng, s, pub, stage: str, k: int, limit: int, persons: int) -> tuple[str, int]:

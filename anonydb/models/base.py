@@ -250,6 +250,12 @@ class Model(abc.ABC):
     def prepare(self, ctx: GroupContext) -> None:
         """Materialize what the model needs beyond the context (hierarchy tables ...)."""
 
+    def named(self) -> list[Any]:
+        """The values and columns of the data the model's parameters name
+        (:class:`anonydb.models.named.Named`), each checked against the source before a method runs
+        (:func:`anonydb.models.named.check_named`); none by default."""
+        return []
+
 
 def candidate_models(models: list[Model], method: str) -> list[Model]:
     """The models an anonymizer judges its candidate groups by (:attr:`Model.candidate`); the

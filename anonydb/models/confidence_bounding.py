@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from ..errors import InputError
 from .base import GroupContext, Model, as_fraction
+from .named import Named
 
 #: the key that bounds every sensitive value the template does not name
 EVERY = "*"
@@ -64,6 +65,9 @@ class ConfidenceBounding(Model):
     def params(self) -> dict[str, Any]:
         return {"bounds": {v: _num(h) for v, h in self.bounds.items()}}
 
+    def named(self):
+        return named_values(self.bounds)
+
     def verdicts(self, ctx: GroupContext):
         return render_bounds(ctx, self.bounds)
 
@@ -84,6 +88,11 @@ def per_bound(ctx: GroupContext, bounds: dict[str, Fraction]) -> dict[str, Fract
     got = {r["_adb_b"]: Fraction(int(r["_adb_num"]), int(r["_adb_den"]))
            for r in ctx.engine.fetch(render_bounds(ctx, bounds, by_bound=True))}
     return {f"conf({v})": got.get(v, Fraction(0)) for v in bounds}
+
+
+def named_values(bounds: dict[str, Fraction]) -> list[Named]:
+    """The bounded values, each a value the sensitive attribute must hold ("*" names none)."""
+    return [Named("conf_bound", values=tuple(v for v in bounds if v != EVERY))]
 
 
 def _num(h: Fraction) -> Any:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import InputError
 from .base import GroupContext, Model, check_count
+from .named import Named
 
 
 def parse_sets(sets: Any) -> list[list[str]]:
@@ -50,6 +51,9 @@ class MultiQidK(Model):
     @property
     def params(self) -> dict[str, Any]:
         return {"k": self.k, "qid_sets": [",".join(s) for s in self.sets]}
+
+    def named(self):
+        return [Named("qid_sets", qis=tuple(dict.fromkeys(c for s in self.sets for c in s)))]
 
     def verdicts(self, ctx: GroupContext):
         if ctx.persons:

@@ -35,6 +35,7 @@ from typing import Any
 from ..errors import InputError
 from ..sqlgen import ident
 from .base import GroupContext, Model, as_fraction
+from .named import Named
 from .t_closeness import hierarchy_table
 
 
@@ -59,6 +60,9 @@ class PersonalizedPrivacy(Model):
     def params(self) -> dict[str, Any]:
         return {"guard": self.guard, "breach": self.breach}
 
+    def named(self):
+        return [Named("guard", guard=self.guard)]
+
     def prepare(self, ctx: GroupContext) -> None:
         if ctx.guards is None:
             raise InputError("personalized privacy reads each record's guarding node: check the table itself "
@@ -74,9 +78,7 @@ class PersonalizedPrivacy(Model):
         bad = ctx.engine.scalar(f"SELECT min(CAST(_adb_sa AS VARCHAR)) FROM {ident(ctx.guards)} WHERE _adb_sa IS NOT NULL "
                                 f"AND CAST(_adb_sa AS VARCHAR) NOT IN (SELECT _adb_node FROM {ident(self._closure)})")
         if bad is not None:
-            where = (f"a node below the root of {ctx.sensitive!r}'s hierarchy" if ctx.sa_hierarchy is not None else
-                     f"a value of {ctx.sensitive!r} (give its hierarchy to name inner nodes)")
-            raise InputError(f"guarding node {bad!r} (column {self.guard!r}) is not {where}")
+            raise InputError(not_a_node(bad, self.guard, ctx.sensitive, ctx.sa_hierarchy is not None))
 
     def verdicts(self, ctx: GroupContext):
         return ctx.engine.render("model_personalized.sql.j2", keys=ctx.keys, groups=ctx.groups, cells=ctx.cells,
@@ -85,6 +87,13 @@ class PersonalizedPrivacy(Model):
 
     def achieved(self, worst_value, ctx):
         return {"breach": worst_value}
+
+
+def not_a_node(value: Any, guard: str, sensitive: str | None, hierarchical: bool) -> str:
+    """What is wrong with a guarding node that names no node below the root (InputError's text)."""
+    where = (f"a node below the root of {sensitive!r}'s hierarchy" if hierarchical else
+             f"a value of {sensitive!r} (give its hierarchy to name inner nodes)")
+    return f"guarding node {value!r} (column {guard!r}) is not {where}"
 
 
 def guard_columns(models: list[Model], published: list[str]) -> list[str]:

@@ -32,6 +32,7 @@ from typing import Any, Iterable
 
 from ..errors import InputError
 from .base import GroupContext, Model, as_fraction
+from .named import Named
 
 VARIANTS = ("pd-recursive", "npd-recursive")
 
@@ -81,6 +82,9 @@ class DisclosureRecursiveDiversity(Model):
         if self.npd:
             p.update(protected=self.protected, c2=self.c2)
         return p
+
+    def named(self):
+        return [Named("allowed", values=tuple(self.allowed)), Named("protected", values=tuple(self.protected))]
 
     def verdicts(self, ctx: GroupContext):
         return ctx.engine.render("model_recursive_disclosure.sql.j2", keys=ctx.keys, cells=ctx.cells, l=self.l,

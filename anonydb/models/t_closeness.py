@@ -52,7 +52,7 @@ def hierarchy_table(ctx: GroupContext) -> tuple[str, int]:
     h = ctx.sa_hierarchy
     h.validate(ctx.engine, ctx.glob, "_adb_sa")
     raw = ctx.scratch.name()
-    h.materialize(ctx.engine, raw, relation=ctx.glob, column="_adb_sa")
+    h.materialize(ctx.engine, raw, relation=ctx.glob, column="_adb_sa", temp=True)
     name = ctx.scratch.table(ctx.engine.render("hierarchy_nonroot.sql.j2", raw=raw, height=h.height))
     return name, h.height
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..sqlgen import ident
 from .base import GroupContext, Model, check_count
-from .confidence_bounding import _num, parse_bounds, per_bound, render_bounds
+from .confidence_bounding import _num, named_values, parse_bounds, per_bound, render_bounds
 
 
 class XYPrivacy(Model):
@@ -36,6 +36,9 @@ class XYPrivacy(Model):
 
     def min_rows(self) -> int:
         return self.k
+
+    def named(self):
+        return named_values(self.bounds)
 
     def verdicts(self, ctx: GroupContext):
         return render_bounds(ctx, self.bounds, k=self.k)
