@@ -52,6 +52,7 @@ from ..release.publish import (PERSON_COLUMN, Publication, constant_qis, kept_co
                                pseudonymized, resolve_roles, tracked_column, tracked_key)
 from ..sources import open_source
 from ..sqlgen import ident, literal
+from .unlink import unlink
 from ..utility.measures import class_utility, person_kl
 
 
@@ -284,7 +285,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             suppressed = 0
             if varying and person in columns.pseudonyms:  # linkable records: the intersection attack
                 ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
-                stage, suppressed = _unlink(eng, s, pub, stage, max(ks) if ks else 1, int(max_suppression * total + 1e-9),
+                stage, suppressed = unlink(eng, s, pub, stage, max(ks) if ks else 1, int(max_suppression * total + 1e-9),
                                             total)
                 released, n_classes = eng.fetch_rows(f"SELECT count(*), count(DISTINCT eq_class) "
                                                      f"FROM {ident(stage)}")[1][0]
@@ -937,25 +938,3 @@ def _materialize(eng, s, base, rid, rows, qis, hq, published, stage, order, rela
     rid_col = "" if rid == "_adb_rid" else f"b.{rid} AS _adb_rid, "
     return boxes, s.table(f"SELECT a._adb_pid, {rid_col}b.* FROM {ident(base)} AS b JOIN {ident(rows)} AS a "
                           f"ON a._adb_rid = b.{ident(rid) if rid == '_adb_rid' else rid}")
-
-
-def _unlink(eng, s, pub, stage: str, k: int, limit: int, persons: int) -> tuple[str, int]:
-    """Suppress, round by round, the persons whose set of classes in ``stage`` (their records linked
-    by the staged person key) is shared by fewer than ``k`` persons (:mod:`anonydb.linkage`): a
-    suppressed person can leave another unshared. Refused (InfeasibleError) past ``limit`` persons.
-    Returns (the stage, the persons suppressed)."""
-    from ..linkage import unshared
-
-    done = 0
-    while True:
-        bad, n = unshared(eng, s, stage, PERSON_COLUMN, "eq_class", k)
-        if not n:
-            return stage, done
-        if done + n > limit:
-            raise InfeasibleError(
-                f"the intersection attack: {n} persons' records lie in sets of classes shared by fewer than k = {k} "
-                f"persons (the published pseudonym links them), and suppressing them would take {done + n} of "
-                f"{persons} persons, more than max_suppression allows ({limit}); raise it, publish no pseudonym "
-                f"of the person, or generalize the varying QIs further")
-        pub.keep_rows(stage, f"{ident(PERSON_COLUMN)} NOT IN (SELECT _adb_p FROM {ident(bad)})")
-        done += n
