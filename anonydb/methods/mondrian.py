@@ -52,8 +52,8 @@ from ..release.publish import (PERSON_COLUMN, Publication, constant_qis, kept_co
                                pseudonymized, resolve_roles, tracked_column, tracked_key)
 from ..sources import open_source
 from ..sqlgen import ident, literal
-from .unlink import unlink
 from ..utility.measures import class_utility, person_kl
+from .unlink import unlink
 
 
 #: (n,t)-closeness takes a partition's ancestors as its natural supersets [Li thesis Def 2.2.2,
