@@ -10,7 +10,7 @@ from collections import defaultdict
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, event, example, given, settings
 from hypothesis import strategies as st
 
 from anonydb.errors import InfeasibleError, InputError
@@ -36,20 +36,59 @@ tables = st.integers(6, 30).flatmap(lambda n: st.tuples(
     st.lists(st.integers(0, n - 1), max_size=3 * n)))
 
 
+def oracle_classes(people, visits, k, l):
+    """The classes (sets of persons) of a linked release whose models are judged on visits, in plain
+    Python: None where the persons with visits, as one class, fail the models (k persons; with l,
+    l diagnoses held by someone): both are monotone, so that is exactly "no partition holds", and
+    no release is possible. Otherwise the reference Mondrian's partition of those persons
+    (tests/mondrian_reference.py, strict median cuts on age and zip, a cut allowed when both halves
+    hold), which the release must publish."""
+    from mondrian_reference import mondrian_reference
+
+    dx_of = defaultdict(set)
+    for p, dx in visits:
+        dx_of[p].add(dx)
+    units = [{"p": p, "age": a, "zip": z} for p, a, z in people if p in dx_of]
+
+    def ok(ids):
+        return len(ids) >= k and (not l or len({dx for i in ids for dx in dx_of[units[i]["p"]]}) >= l)
+
+    if not ok(range(len(units))):
+        return None
+    parts = mondrian_reference(units, ["age", "zip"], {"age": "numeric", "zip": "numeric"}, ok)
+    return sorted(sorted(units[i]["p"] for i in part) for part in parts)
+
+
 @settings(max_examples=examples(15), deadline=None, suppress_health_check=list(HealthCheck),
           phases=[Phase.explicit, Phase.reuse, Phase.generate])  # shrinking a release takes minutes
+@example(data=(6, [(0, "a"), (1, "a"), (2, "b")], [0, 3]), k=3, l=2)  # released: 3 persons with visits, a and b
+@example(data=(6, [(0, "a"), (1, "a"), (2, "a"), (3, "a")], [0]), k=2, l=2)  # refused: one diagnosis
 @given(data=tables, k=st.integers(2, 3), l=st.sampled_from([None, 2]))
 def test_linked_release_by_persons(data, k, l):
+    """Refused exactly where the oracle (oracle_classes) finds no release; a release publishes the
+    oracle's classes, read back from the published boxes (each class holds the persons whose QIs
+    it covers: (age, zip) is unique per person), and per table every released class holds >= k of
+    its persons with all their records, or none of them. The visits' release is judged on what it
+    publishes: every class holds >= l diagnoses, and its diagnoses are, as a multiset, those of its
+    persons' visits in the source (the release names no person, so a class's records are what a
+    person's published values can be compared with: altering any diagnosis changes some class's)."""
     n, visits, claims = data
     people = [(p, 20 + p % 7, 100 + p) for p in range(n)]  # (age, zip) unique per person
     con = duckdb.connect()
     load(con, people, [(i, p, dx) for i, (p, dx) in enumerate(visits)], [(i, p, 10 * i) for i, p in enumerate(claims)])
+    want = oracle_classes(people, visits, k, l)
     try:
         r = linked("patients", "pid", {"visits": "patient", "claims": "member"}, ["age", "zip"], "dx",
                    outs={"visits": "v_rel", "claims": "c_rel", "patients": "p_rel"}, engine=con, k=k,
                    max_suppression=1.0, seed=1, **({"l": l} if l else {}))
-    except InfeasibleError:
+    except InfeasibleError as e:
+        event("refused")
+        assert want is None, f"the oracle finds classes {want}, yet refused: {e}"
+        assert "\n" not in str(e)
+        assert not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name LIKE '%_rel'").fetchone()[0]
         return
+    event("released")
+    assert want is not None, "the persons with visits fail the models as one class, yet released"
     boxes = {c: (alo, ahi, zlo, zhi) for c, alo, ahi, zlo, zhi in
              con.execute("SELECT DISTINCT eq_class, age_lo, age_hi, zip_lo, zip_hi FROM p_rel").fetchall()}
     classed = {p for p, _ in visits}  # the classes are cut on the persons of the judged table (visits)
@@ -61,6 +100,7 @@ def test_linked_release_by_persons(data, k, l):
             assert p not in owner  # the boxes partition the persons
             owner[p] = c
     assert set(owner) == classed
+    assert sorted(sorted(ps) for ps in holds.values()) == want
     recs = {"v_rel": defaultdict(list), "c_rel": defaultdict(list), "p_rel": defaultdict(list)}
     for p, dx in visits:
         recs["v_rel"][p].append(dx)
@@ -77,9 +117,13 @@ def test_linked_release_by_persons(data, k, l):
                 assert got[c] == rows and len(here) >= k, (out, c)
             else:
                 assert out != "v_rel" and len(here) < k, (out, c)  # only thin classes go
-        if out == "v_rel" and l:
-            for c, ps in holds.items():
-                assert len({dx for p in ps for dx in recs["v_rel"][p]}) >= l
+    published: dict[int, list] = defaultdict(list)  # the visits' release as it is published
+    for c, dx in con.execute("SELECT eq_class, dx FROM v_rel").fetchall():
+        published[c].append(dx)
+    assert set(published) == set(holds)
+    for c, ps in holds.items():
+        assert sorted(published[c]) == sorted(dx for p in ps for dx in recs["v_rel"][p]), c
+        assert not l or len(set(published[c])) >= l, c
     assert r.persons == n
     for out in ("c_rel", "p_rel"):  # a person without visits has no class: none of their records leave
         assert sum(1 for p in range(n) if p not in classed for _ in recs[out][p]) + \
