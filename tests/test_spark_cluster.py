@@ -5,10 +5,13 @@ executors run a Python where anonydb cannot be imported:
 * the engine parity suites run unchanged against ``spark://127.0.0.1:P`` (conftest's ``spark``
   fixture reads ``ANONYDB_SPARK_MASTER``; each suite runs in a child pytest, its driver a separate
   process as a cluster's driver is): the privacy-model checks, Mondrian strict and relaxed (whole-
-  table rounds, then the grouped step on the executors), Anatomy, full-domain; and the SQL script's
-  checks as the dbt package's generic tests run them on Spark (its profile reads the same variable);
+  table rounds, then the grouped step on the executors), Anatomy, full-domain; Mondrian by persons,
+  with varying QIs, and over linked tables (a person table and its event tables), each finished by
+  the grouped step on the executors; and the SQL script's checks as the dbt package's generic tests
+  run them on Spark (its profile reads the same variable);
 * ``anonydb --engine spark://...`` from the command line, end to end: the check answers as DuckDB
-  does, and the release, exported by the cluster, is k-anonymous under an independent reader.
+  does, and the release, exported by the cluster, is k-anonymous under an independent reader and
+  holds DuckDB's classes.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ SUITES = {
                                             "or dialect_functions"],
     "methods": ["tests/test_spark_methods.py", "-k", "generalize_same or fulldomain_small or mondrian_small "
                                                      "or anatomy_small or refused_and_failed or census_same"],
+    "persons (person, varying, linked)": ["tests/test_person_spark.py", "-k", "person_steps_on_workers"],
     "sql script (dbt generic tests)": ["tests/test_dbt_spark.py"],
 }
 
@@ -92,10 +96,25 @@ def run_cli(env: dict, *args: str, cwd: Path) -> subprocess.CompletedProcess:
                           cwd=cwd, timeout=1200)
 
 
+def classes_of(files: str) -> list[tuple]:
+    """A release exported as Parquet, read by DuckDB: its classes, each the sorted tuple of its rows
+    without eq_class (the cluster numbers the classes its executors finish otherwise), sorted."""
+    con = duckdb.connect()
+    cols = [c for c, in con.execute(f"SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet('{files}'))")
+            .fetchall() if c != "eq_class"]
+    quoted = ", ".join('"' + c + '"' for c in cols)
+    groups: dict = {}
+    for r in con.execute(f"SELECT eq_class, {quoted} FROM read_parquet('{files}')").fetchall():
+        groups.setdefault(r[0], []).append(tuple(str(x) for x in r[1:]))
+    con.close()
+    return sorted(tuple(sorted(g)) for g in groups.values())
+
+
 def test_cli_engine_spark_url_end_to_end(cluster, tmp_path):
     """``--engine spark://host:port``: the check's verdicts are DuckDB's; Mondrian's release (its
     last rounds on the executors) is exported as a Parquet folder holding every row of Adult in
-    classes of at least 10, with the same classes as on DuckDB."""
+    classes of at least 10, the same classes as DuckDB's release of the same input and seed: each
+    class's rows (labels, sensitive value) alike, not only their number."""
     if not ADULT.is_file():
         pytest.skip(f"the Adult data set is not at {ADULT} (../shared/datasets/adult)")
     url, env = cluster
@@ -104,12 +123,15 @@ def test_cli_engine_spark_url_end_to_end(cluster, tmp_path):
     assert s.returncode == d.returncode == 1, s.stderr[-2000:]
     assert json.loads(s.stdout)["verdicts"] == json.loads(d.stdout)["verdicts"]
     out = tmp_path / "rel.parquet"
-    r = run_cli(env, "anonymize", str(ADULT), "--engine", url, "--qi", QI, "--sensitive", "occupation", "--k", "10",
-                "--out", "cluster_rel", "--export", str(out), "--quiet", "--json", cwd=tmp_path)
+    release = ["--qi", QI, "--sensitive", "occupation", "--k", "10", "--seed", "7", "--quiet", "--json"]
+    r = run_cli(env, "anonymize", str(ADULT), "--engine", url, "--out", "cluster_rel", "--export", str(out), *release,
+                cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
-    local = run_cli(env, "anonymize", str(ADULT), "--qi", QI, "--sensitive", "occupation", "--k", "10", "--out", "x",
-                    "--quiet", "--json", cwd=tmp_path)
+    mine = tmp_path / "duckdb_rel.parquet"
+    local = run_cli(env, "anonymize", str(ADULT), "--out", "x", "--export", str(mine), *release, cwd=tmp_path)
+    assert local.returncode == 0, local.stderr[-2000:]
     assert json.loads(r.stdout)["classes"] == json.loads(local.stdout)["classes"]
+    assert classes_of(f"{out}/*.parquet") == classes_of(str(mine))
     con = duckdb.connect()
     n, k = con.execute(f"SELECT sum(n), min(n) FROM (SELECT count(*) AS n FROM read_parquet('{out}/*.parquet') "
                        f"GROUP BY eq_class)").fetchone()
