@@ -204,7 +204,9 @@ def problems(eng: Engine, rows: list[dict[str, Any]], secret: bytes | None = Non
     phrase. The entries of each secret form a chain, each checksum covering its predecessor's, so
     an entry deleted by hand breaks the next one's link; fingerprints with no entry are an entry
     deleted by hand (or, on an engine without transactions, the leftovers of a run killed before
-    its entry: those above the last entry are ignored); with ``secret``, every entry keyed by it
+    its entry: ignored there, above the last entry and below it alike, since the next entry takes
+    an id above them and no reader goes past the entries; an entry deleted by hand is still found
+    by the next one's link); with ``secret``, every entry keyed by it
     is checked against its checksum (its fields, its predecessor's checksum and a digest of its
     members, values and histories); ``only``: the ids whose checksums are checked (default: all);
     ``links``: check the chain and the orphans too."""
@@ -228,9 +230,8 @@ def problems(eng: Engine, rows: list[dict[str, Any]], secret: bytes | None = Non
     for t in (MEMBERS, VALUES, HISTS):
         if t in have:
             orphans |= {int(r[0]) for r in eng.fetch_rows(f"SELECT DISTINCT release_id FROM {q(t, schema)}")[1]}
-    top = max(ids, default=0)
     for i in sorted(orphans - ids):
-        if eng.dialect != "spark" or i < top:
+        if eng.dialect != "spark":
             out[i] = "has fingerprints but no entry: the entry was deleted by hand"
     return out
 
