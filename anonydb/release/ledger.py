@@ -259,12 +259,12 @@ def _refuse_problems(eng: Engine, t: Tracking, rows: list[dict[str, Any]], only:
                          f"{i}` (`anonydb releases --verify` lists every problem)")
 
 
-def chain(eng: Engine, t: Tracking, key_type: str) -> list[dict[str, Any]]:
+def chain(eng: Engine, t: Tracking, key_type: str, rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The earlier tracked releases composed with ``t``'s whatever the persons they share: those of
     its series, of its source and of its outputs (every series: views and sequels compose alike),
     after the ledger is checked: its chain and checksums under ``t``'s secret, the secret of
     each of these, the tracked column's type. Raises an InputError in one line otherwise."""
-    rows = entries(eng, schema=t.schema, dropped=True)
+    rows = entries(eng, schema=t.schema, dropped=True) if rows is None else rows
     _refuse_problems(eng, t, rows)  # the chain and orphans: every entry
     sid = secret_id(t.secret)
     out = []
@@ -297,16 +297,18 @@ def scope(eng: Engine, t: Tracking, key_type: str, fps: str) -> list[dict[str, A
 
     The overlap is one join of ``fps`` with the members of every such release: a hash join of the
     release's fingerprints against the ledger's (docs/releases.md gives its cost at 10M rows)."""
-    related = {int(e["id"]): e for e in chain(eng, t, key_type)}
+    rows = entries(eng, schema=t.schema, dropped=True)
+    live = [e for e in rows if e["mode"] != DROPPED]
+    related = {int(e["id"]): e for e in chain(eng, t, key_type, rows)}
     sid = secret_id(t.secret)
-    mine = [int(e["id"]) for e in entries(eng, schema=t.schema) if e["secret_id"] == sid and e["mode"] != UNTRACKED]
+    mine = [int(e["id"]) for e in live if e["secret_id"] == sid and e["mode"] != UNTRACKED]
     shared: dict[int, int] = {}
     if mine:
         shared = {int(r[0]): int(r[1]) for r in eng.fetch_rows(
             f"SELECT m.release_id, count(*) FROM {q(MEMBERS, t.schema)} AS m JOIN {ident(fps)} AS c ON c.fp = m.fp "
             f"WHERE m.release_id IN ({', '.join(map(str, mine))}) GROUP BY m.release_id")[1]}
     out = []
-    for e in entries(eng, schema=t.schema):
+    for e in live:
         i = int(e["id"])
         why = _related(e, t) if i in related else []
         if shared.get(i):
@@ -315,7 +317,7 @@ def scope(eng: Engine, t: Tracking, key_type: str, fps: str) -> list[dict[str, A
             out.append({**e, "why": why, "shared": shared.get(i, 0)})
     extra = [e["id"] for e in out if int(e["id"]) not in related]
     if extra:
-        _refuse_problems(eng, t, entries(eng, schema=t.schema, dropped=True), extra)
+        _refuse_problems(eng, t, rows, extra)
     return out
 
 
