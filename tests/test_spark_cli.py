@@ -158,12 +158,26 @@ def test_spark_connect_check_and_release(adult, connect_url, tmp_path):
     assert n == 30162 and k >= 10
 
 
+def latest_members(url: str) -> dict:
+    """The latest ledger entry's members, read in a process of its own: this worker may already hold a
+    local Spark session, beside which pyspark refuses a remote one."""
+    code = ("import json, sys, anonydb\n"
+            "eng = anonydb.connect(sys.argv[1])\n"
+            "rows = eng.fetch_rows('SELECT fp, grp FROM anonydb_release_members WHERE release_id = "
+            "(SELECT max(id) FROM anonydb_releases)')[1]\n"
+            "eng.close()\n"
+            "print(json.dumps([[str(f), g] for f, g in rows]))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return {f: g for f, g in json.loads(r.stdout)}
+
+
 @pytest.mark.slow
 def test_a_file_per_month_over_spark_connect(connect_url, tmp_path, monkeypatch):
     """Issue 62's file-per-month flow on Spark through the command line: each month's CSV released
     into one output of the Connect server's warehouse, refused exactly when the oracle finds a
     person exposed (the same outcomes as on DuckDB and PostgreSQL), the ledger kept beside it."""
-    import anonydb
     import ledger_flows as lf
 
     monkeypatch.setenv("ANONYDB_SECRET", lf.SECRET)
@@ -183,12 +197,7 @@ def test_a_file_per_month_over_spark_connect(connect_url, tmp_path, monkeypatch)
             continue
         assert r.returncode == 0, (m, r.stderr[-2000:])
         assert f"verified together with {len(accepted)} earlier" in r.stdout
-        eng = anonydb.connect(connect_url)
-        try:
-            members = dict(eng.fetch_rows(f"SELECT fp, grp FROM anonydb_release_members WHERE release_id = "
-                                          f"(SELECT max(id) FROM anonydb_releases)")[1])
-        finally:
-            eng.close()
+        members = latest_members(connect_url)
         by_fp = {lf.fingerprint(p): g for p, g in cand["members"].items()}
         assert lf.partition({"members": members}) == lf.partition({"members": by_fp}), m
         accepted.append(cand)
