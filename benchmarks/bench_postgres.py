@@ -75,9 +75,10 @@ def workloads(args) -> list[tuple[str, str, Callable[[Any], Any]]]:
     out.append(("Mondrian k=10 on Adult (levelwise)", "mondrian-adult",
                 lambda e: anonymize("adult", ADULT_QIS, ADULT_SA, k=10, out="adult_m10", engine=e,
                                     plan="levelwise", seed=1, replace=True)))
-    out.append((f"Mondrian k=10 on the census, {args.rows:,} rows (levelwise)", "mondrian-census",
-                lambda e: anonymize("census", CENSUS_QIS, "occupation", k=10, out="census_m10", engine=e,
-                                    plan="levelwise", seed=1, replace=True)))
+    for plan in ("levelwise", "fragments"):
+        out.append((f"Mondrian k=10 on the census, {args.rows:,} rows ({plan})", "mondrian-census",
+                    lambda e, plan=plan: anonymize("census", CENSUS_QIS, "occupation", k=10, out="census_m10",
+                                                   engine=e, plan=plan, seed=1, replace=True)))
 
     def fd(e):
         from anonydb import Hierarchy

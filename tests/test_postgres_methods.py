@@ -212,6 +212,21 @@ def test_mondrian_plans(duck, pg, hand):
     no_stages(pg)
 
 
+@pytest.mark.parametrize("parts", [512, 1], ids=["top-only", "top-then-rounds"])
+def test_mondrian_fragment_plan(duck, pg, hand, parts, monkeypatch):
+    """plan="fragments" on PostgreSQL: the top is cut through a view of the coded rows (no grouped
+    step here: with a cap of one open partition, the level-wise rounds go on after the assign
+    pass): the level-wise release, row for row."""
+    from anonydb.methods import mondrian_rounds
+
+    monkeypatch.setattr(mondrian_rounds, "TOP_PARTS", parts)
+    kw = dict(source="pm_hand_m", qi=["age", "sex", "zip"], sensitive="disease", replace=True, seed=5, k=3, l=2)
+    anonymize(engine=pg, out="pm_frag", plan="fragments", **kw)
+    anonymize(engine=duck, out="pm_frag", plan="levelwise", **kw)
+    same_rows(duck, pg, "pm_frag")
+    no_stages(pg)
+
+
 # ---------------------------------------------------------------------------------------------
 # Atomicity: a failing or refused release leaves the previous one untouched
 # ---------------------------------------------------------------------------------------------

@@ -271,6 +271,23 @@ def test_mondrian_census_same(duck, sp, census, fragment_rows, monkeypatch):
 
 
 @pytest.mark.slow
+def test_mondrian_fragment_plan_same(duck, sp, census, monkeypatch):
+    """plan="fragments" on Spark: the top is cut through a view of the coded rows until every open
+    partition has at most 300 rows, one pass tags them, and one grouped step finishes the batches:
+    DuckDB's level-wise classes, with the rows reaching the driver bounded by the classes."""
+    monkeypatch.setattr(sp, "finish_rows", 300)
+    kw = dict(source=census, qi=CENSUS_QI, sensitive="occupation", out="sm_cfrag", replace=True, seed=9, k=10, l=2,
+              t=0.6)
+    d = anonymize(engine=duck, plan="levelwise", **kw)
+    mark = len(sp.fetched)
+    s = anonymize(engine=sp, plan="fragments", **kw)
+    bounded(sp, mark, s.classes)
+    assert s.classes == d.classes and report(s) == report(d)
+    assert s.utility["ncp"] == pytest.approx(d.utility["ncp"], rel=1e-12)
+    same_classes(duck, sp, "sm_cfrag")
+
+
+@pytest.mark.slow
 def test_anatomy_census_same(duck, sp, census):
     kw = dict(source=census, qi=CENSUS_QI, sensitive="occupation", l=3, out="sm_cana", replace=True, seed=4)
     d, s = anatomy(engine=duck, **kw), anatomy(engine=sp, **kw)

@@ -77,6 +77,9 @@ class Engine(abc.ABC):
     #: a level-wise plan whose open groups all hold at most this many rows finishes each group on
     #: its own with :meth:`per_group` (0: never; a distributed engine's workers)
     fragment_rows: int = 0
+    #: Mondrian's fragment plan cuts the top until every open group holds at most this many rows,
+    #: then finishes each with :meth:`per_group` (0: the engine has no grouped step)
+    finish_rows: int = 0
     #: a check whose models read only each group's size and number of distinct sensitive values
     #: (k, distinct l) counts them in one aggregation of the source, the values as bits of an
     #: integer, when the sensitive attribute has at most this many values (0: never)
@@ -256,7 +259,7 @@ class Engine(abc.ABC):
         """Run the DuckDB query ``sql`` once per group of ``relation`` by ``key`` (it reads the group's
         rows under the name ``relation``, and any other scratch table it names); return a scratch
         table of every result, whose columns are ``schema`` ("name TYPE, ..."). Engines with
-        workers (Spark) implement it; see :attr:`fragment_rows`."""
+        workers (Spark's executors, DuckDB's threads) implement it; see :attr:`finish_rows`."""
         from ..errors import NotAvailable
 
         raise NotAvailable("a per-group step on workers (this engine has none; fragment_rows is 0)", self.dialect)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from ..errors import InputError
-from ..sqlgen import ident
+from ..sqlgen import ident, literal
 from .base import Engine
 
 
@@ -23,6 +24,7 @@ class DuckDBEngine(Engine):
     dialect = "duckdb"
     group_bits = 64  # bit_or over a UBIGINT, bit_count (raw 10M census, distinct l: see BENCHMARKS.md)
     packed_sums = 8  # HUGEINT sums (raw 10M census, t-closeness: 40 values in 8 sums 1.3x faster, 64 in 13 no faster)
+    finish_rows = 250_000  # Mondrian's fragments: measured in BENCHMARKS.md (Mondrian)
 
     def __init__(self, database: str | Path | duckdb.DuckDBPyConnection | None = None, *, read_only: bool = False):
         super().__init__()
@@ -57,6 +59,50 @@ class DuckDBEngine(Engine):
             return relation, "rowid"
         return super().row_ids(s, relation)
 
+    def per_group(self, s, relation: str, key: str, sql: str, schema: str) -> str:
+        """Every group of ``relation`` by ``key`` through :func:`~anonydb.engines.grouped.group_step`
+        in a pool of this DuckDB's ``threads`` Python threads, each group in an embedded
+        single-threaded DuckDB with its share of the memory limit and a copy of the side tables
+        ``sql`` names. A group's rows are read as Arrow (``relation`` is sorted by ``key``, so the
+        zone maps skip the other groups' row groups) and its result inserted, both under a lock:
+        this connection runs one statement at a time, the embedded ones run in parallel (DuckDB
+        releases the GIL while it executes)."""
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        from .grouped import group_step, side_names
+
+        cur = self.con
+        ours = {n.lower(): n for (n,) in cur.execute("SELECT table_name FROM duckdb_tables() WHERE temporary")
+                .fetchall()}
+        side = {ours[n.lower()]: _arrow(cur.sql(f"SELECT * FROM {ident(ours[n.lower()])}"))
+                for n in side_names(sql, relation) if n.lower() in ours}
+        threads, limit = cur.execute("SELECT current_setting('threads'), current_setting('memory_limit')").fetchone()
+        threads = max(1, int(threads))
+        share = _share(limit, threads)
+        run, _ = group_step(relation, sql, side, share)
+        groups = [g for (g,) in cur.execute(f"SELECT DISTINCT {ident(key)} FROM {ident(relation)} ORDER BY 1").fetchall()]
+        out = s.table(f"SELECT * FROM (SELECT {', '.join(f'CAST(NULL AS {t}) AS {c}' for c, t in _pairs(schema))}) "
+                      f"AS t LIMIT 0")
+        lock = threading.Lock()
+        where = f"SELECT * FROM {ident(relation)} WHERE {ident(key)} = "
+
+        def finish(g: Any) -> None:
+            with lock:
+                rows = _arrow(cur.sql(where + literal(g)))
+            done = run(rows)
+            with lock:
+                cur.register("_adb_done", done)
+                try:
+                    cur.execute(f"INSERT INTO {ident(out)} SELECT * FROM _adb_done")
+                finally:
+                    cur.unregister("_adb_done")
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for f in [pool.submit(finish, g) for g in groups]:
+                f.result()
+        return out
+
     def columns(self, relation: str) -> list[tuple[str, str]]:
         _, rows = self._fetch(f"DESCRIBE SELECT * FROM {ident(relation, self.dialect)}")
         return [(r[0], r[1]) for r in rows]
@@ -76,6 +122,28 @@ class DuckDBEngine(Engine):
 
 #: the bytes at offset 8 of every DuckDB database file
 DUCKDB_MAGIC = b"DUCK"
+
+
+def _arrow(result: Any) -> Any:
+    """A result as an Arrow table (DuckDB 2 names it ``to_arrow_table``, 1.x ``fetch_arrow_table``)."""
+    return result.to_arrow_table() if hasattr(result, "to_arrow_table") else result.fetch_arrow_table()
+
+
+def _pairs(schema: str) -> list[tuple[str, str]]:
+    """("name TYPE, ...") as [(name, type)]."""
+    return [tuple(p.strip().split(None, 1)) for p in schema.split(",")]  # type: ignore[misc]
+
+
+def _share(limit: str, threads: int) -> str | None:
+    """One thread's share of DuckDB's memory limit (``'4.0 GiB'`` over 2: ``'2048MiB'``)."""
+    units = {"b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10**3, "mb": 10**6,
+             "gb": 10**9, "tb": 10**12}
+    try:
+        num, unit = limit.split()
+        total = float(num) * units[unit.lower()]
+    except (ValueError, KeyError):
+        return None
+    return f"{max(64, int(total / threads / 2**20))}MiB"
 
 
 def _open_duckdb(database: str | Path | None, read_only: bool) -> "duckdb.DuckDBPyConnection":

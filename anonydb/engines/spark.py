@@ -97,6 +97,7 @@ import sqlglot
 from sqlglot import exp
 
 from .base import Engine
+from .grouped import group_step, side_names
 from ..errors import InputError, NotAvailable
 from ..sqlgen import expand_group_by_all, literal, temp_name
 
@@ -349,6 +350,7 @@ class SparkEngine(Engine):
     #: 215.5 + 123.4 s (docs/benchmarks-history.md, Spark at 10M); a fragment of 4M rows of 8
     #: codes is about 260 MB of Arrow
     fragment_rows = 4_000_000
+    finish_rows = fragment_rows  # the fragment plan's too: the top stops there
 
     def __init__(self, spark: Any, *, owned: bool = False, warehouse: str | None = None, read_only: bool = False):
         super().__init__()
@@ -663,10 +665,9 @@ class SparkEngine(Engine):
         once and shipped with the function. Nothing of the groups passes through the driver. The
         function is pickled by value (:func:`group_step`): an executor's Python needs DuckDB and
         pyarrow, not anonydb."""
-        names = {t.name for t in sqlglot.parse_one(sql, read="duckdb").find_all(exp.Table)}
         views = {t.name.lower(): t.name for t in self._tables() if t.isTemporary}
         side = {views[n.lower()]: self.spark.table(_q(views[n.lower()])).toArrow()
-                for n in names if n.lower() in views and n.lower() != relation.lower()}
+                for n in side_names(sql, relation) if n.lower() in views}
         self.fetched.extend(t.num_rows for t in side.values())  # they pass through the driver too
         grouped = self.spark.table(_q(relation)).groupBy(key)
         spark_schema = _spark(f"CREATE TABLE x ({schema})").this.sql("spark")[len("x "):].strip("()")
@@ -713,34 +714,6 @@ class SparkEngine(Engine):
                 pass
 
 
-def group_step(relation: str, sql: str, side: dict[str, Any]) -> tuple[Any, Any]:
-    """The functions a grouped step ships to the executors (Arrow, and pandas for pyspark 3.5): a
-    group's rows in, ``sql``'s result out, run by an embedded DuckDB. Both are closures over plain
-    data that import only DuckDB and pyarrow, so Spark's cloudpickle sends their code by value: a
-    cluster's executors need no anonydb (``tests/test_spark_cluster.py`` runs them where it cannot
-    be imported)."""
-    import pyarrow as pa
-
-    def run(rows: pa.Table) -> pa.Table:  # Spark 4 reads the kind of step from the hints
-        import duckdb
-
-        con = duckdb.connect()
-        try:
-            con.execute("SET threads = 1")  # the worker's task slot is one core
-            con.register(relation, rows)
-            for name, table in side.items():
-                con.register(name, table)
-            rel = con.sql(sql)
-            return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()  # DuckDB 2 / 1
-        finally:
-            con.close()
-
-    def run_pandas(rows: Any) -> Any:
-        return run(pa.Table.from_pandas(rows, preserve_index=False)).to_pandas()
-
-    return run, run_pandas
-
-
 def _duck_ident(name: str) -> str:
     from ..sqlgen import ident
 
@@ -784,4 +757,4 @@ def session_for(url: str, *, read_only: bool = False) -> SparkEngine:
     return SparkEngine(spark, owned=True, warehouse=warehouse, read_only=read_only)
 
 
-__all__ = ["SparkEngine", "group_step", "session_for", "to_spark"]
+__all__ = ["SparkEngine", "session_for", "to_spark"]

@@ -1,4 +1,4 @@
-"""Mondrian multidimensional partitioning as level-wise SQL plans.
+"""Mondrian multidimensional partitioning as SQL plans.
 
 LeFevre, DeWitt & Ramakrishnan (ICDE 2006), as adapted to every privacy model in Li's thesis
 (spec-closeness-slicing 5.1, and Fig 2.1 / 5.2 for (n,t)-closeness). Top-down binary cuts: a
@@ -6,15 +6,8 @@ partition is cut on its widest dimension (normalized span) at the median, and th
 *allowable* when every half satisfies every configured model; otherwise the next-widest
 dimension is tried (``try_all_dims``), and a partition with no allowable cut is final.
 
-The plan is level-wise: every round handles all open partitions at once with a few set-based
-statements over a partition-id column (``sql/mondrian_*.sql.j2``): sizes and code ranges per
-partition, ranked cut dimensions, a histogram per partition over its cut dimension, the median
-cut, the halves' counts, the models' verdicts with keys (partition, side), and the relabelling of
-the rows. Python loops over rounds and over the (at most d) dimension attempts of a round, never
-over rows or partitions. On DuckDB, below ``ONE_ATTEMPT_ROWS`` rows x QIs and for models judged
-from counts alone, the rounds run instead as the step of one recursive statement
-(``mondrian_recursive.sql.j2``, the same templates): a round's cost on such tables is the fixed
-cost of its statements, which one statement pays once. Both plans give the same release. The
+How the rounds run (level-wise, one recursive statement, or cut at the top and finished in
+fragments in parallel) is :mod:`anonydb.methods.mondrian_rounds`; every plan gives the same release. The
 halves are judged by the same model code that checks a finished table (:mod:`anonydb.models`),
 and the release is verified by :func:`anonydb.checker.check` before it is written (fail closed).
 A model that is not monotone under merging groups, or whose verdict on a group depends on the
@@ -35,16 +28,15 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, Callable, Iterable
 
 from .. import events as run_events
-from ..checker import build_models, check
+from ..checker import build_models
 from ..engines.base import Engine
 from ..engines import connect
 from ..errors import AnonyDBError, InfeasibleError, InputError, NotAvailable
 from ..hierarchy import EnumeratedHierarchy, Hierarchy, RuleHierarchy
-from ..models import GroupContext, Model, NTCloseness, candidate_models
+from ..models import Model, NTCloseness, candidate_models
 from ..models.named import check_named
 from ..models.personalized import guard_columns
 from ..schema import is_numeric_type, kind_of_type, split_list
@@ -53,6 +45,7 @@ from ..release.publish import (PERSON_COLUMN, Publication, constant_qis, kept_co
 from ..sources import open_source
 from ..sqlgen import ident, literal
 from ..utility.measures import class_utility, person_kl
+from .mondrian_rounds import PLANS, Planner, _fmt  # noqa: F401 (_fmt: the other methods' formatting)
 from .unlink import unlink
 
 
@@ -65,11 +58,6 @@ PERSON_RELAXED = ("record owners need strict cuts: relaxed cuts split rows with 
 NT_RELAXED = ("(n,t)-closeness needs strict cuts: relaxed cuts split rows with equal QI values, so a "
               "partition's ancestors are no regions of the QI space to serve as natural supersets; "
               "drop relaxed (--relaxed)")
-#: while (open rows x QIs) is at most this, a round judges every dimension of every partition in
-#: one attempt; above it, the widest dimension first and the others only where it fails
-ONE_ATTEMPT_ROWS = 4_000_000
-#: the ways to run the rounds (``anonymize(plan=...)``)
-PLANS = ("auto", "recursive", "levelwise")
 
 
 @dataclass
@@ -127,14 +115,6 @@ class MondrianResult:
         return "\n".join(lines)
 
 
-def _fmt(x: Any) -> str:
-    if isinstance(x, Fraction):
-        return str(x.numerator) if x.denominator == 1 else f"{x} ({float(x):.4f})"
-    if isinstance(x, float):
-        return f"{x:.4f}"
-    return str(x)
-
-
 def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, out: str,
               engine: Engine | Any = None, models: list[Model] | None = None,
               hierarchies: dict[str, Hierarchy] | None = None, kinds: dict[str, str] | None = None,
@@ -160,9 +140,11 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     done (rows closed)} (once, at the end, when every round runs in one statement); the phases
     (reading, coding, rounds, output, verification, loss, writing) go to :mod:`anonydb.events`.
     ``plan``: "recursive" runs every round in one recursive statement (DuckDB; not with (n,t) or
-    (B,t)), "levelwise" one round at a time (a few statements each, portable), "auto" the
-    recursive plan where it applies and the table is small (rows x QIs <= ONE_ATTEMPT_ROWS).
-    Both give the same partitions.
+    (B,t)), "levelwise" one round at a time (a few statements each, portable), "fragments" the
+    first rounds without rewriting the rows, then every fragment finished on its own, in parallel
+    where the engine can; "auto" the recursive plan where it applies and the table is small
+    (rows x QIs <= ONE_ATTEMPT_ROWS), the fragment plan from ``FRAGMENTS_FROM`` rows, else the
+    level-wise one (:mod:`anonydb.methods.mondrian_rounds`). Every plan gives the same partitions.
     ``as_view``: ``out`` becomes a view over the verified rows, stored in ``<out>__data`` (a view
     over the live source would let later changes to the source bypass the verification).
     ``person``: the column naming each record's owner. Every model then judges distinct persons
@@ -256,7 +238,7 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             run_events.phase("coding", qis=len(qi_cols))
             qis = _code_qis(eng, s, base, qi_cols, types, kinds or {}, hierarchies, categorical)
             hq = _hierarchy_codes(eng, s, qis)
-            planner = _Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, searched,
+            planner = Planner(eng, s, qis, hq, sa, relaxed, try_all_dims, searched,
                                base, rid, total, types, hierarchies.get(sensitive) if sensitive else None, qi_cols, person, varying)
             planner.bind_members(hierarchies, kinds)
             rows, rounds, tree = planner.run(progress, plan)
@@ -369,7 +351,7 @@ def _code_qis(eng, s, base, qi_cols, types, kinds, hierarchies, categorical) -> 
     """Each QI's kind and coding. The ranges and NULL counts of every numeric and date QI come from
     one query; an ordered QI's value table (value -> code in sorted order, NULL a value of its own,
     ``mondrian_values.sql.j2``) and a hierarchical one's dictionary are built here, an ordered one's
-    size read from the codes (:meth:`_Planner.setup`)."""
+    size read from the codes (:meth:`Planner.setup`)."""
     qis: list[_QI] = []
     stats: list[str] = []  # the one query's expressions, three per numeric or date QI
     for c in qi_cols:
@@ -464,453 +446,13 @@ def _hierarchy_codes(eng, s, qis: list[_QI]) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------------
-class _Planner:
-    """The rounds of the level-wise plan."""
-
-    def __init__(self, eng, s, qis, hq, sa, relaxed, try_all_dims, models, base, rid, total, types, sa_hier, qi_cols,
-                 person: str | None = None, varying: bool = False):
-        self.rid = rid
-        #: record owners: ``base`` holds one row per person (no sensitive attribute: the plain plan
-        #: counts persons) or per (person, value) fact with the owner flag _adb_own; ``varying``: it
-        #: holds the records, their QIs varying within a person, each carrying its person (_adb_p)
-        self.person = person
-        self.varying = varying
-        self.persons = person is not None and bool(sa)
-        self.eng, self.s, self.qis, self.hq, self.sa = eng, s, qis, hq, sa
-        self.relaxed, self.try_all_dims, self.models = relaxed, try_all_dims, models
-        self.base, self.total, self.types, self.sa_hier, self.qi_cols = base, total, types, sa_hier, qi_cols
-        self.nt = [m for m in models if isinstance(m, NTCloseness)]
-        self.nt_n = min((m.n for m in self.nt), default=None)
-        self.nt_extra = dict
-        #: models judging tuples against their group ((B,t)-privacy) read the rows' QI tuples
-        self.bt = [m for m in models if getattr(m, "needs_members", False)]
-        self.qids = None
-        #: a cut leaves two halves that must each satisfy every model: smaller partitions are final at once
-        self.min_cut = 2 * max((m.min_rows() for m in models), default=1)
-        self.facts = 0
-
-    def render(self, template: str, **kw):
-        return self.eng.render(template, qis=self.qis, hq=self.hq, sensitive=self.sa, relaxed=self.relaxed,
-                               min_cut=self.min_cut, persons=self.persons, owners=self.persons and not self.varying,
-                               varying=self.varying, person=self.person, **kw)
-
-    def row_columns(self) -> str:
-        """The columns a final row keeps for the release (row id, partition, codes, sensitive value)."""
-        return ", ".join(["_adb_rid", "_adb_pid"] + self.tuple_columns())
-
-    def tuple_columns(self) -> list[str]:
-        """A row's codes and carried sensitive value: what the partitions are cut on."""
-        return ([f"_adb_c{i}" for i in range(len(self.qis))] + (["_adb_sa"] if self.sa else [])
-                + (["_adb_own"] if self.persons and not self.varying else []) + (["_adb_p"] if self.varying else []))
-
-    def bind_members(self, hierarchies, kinds) -> None:
-        """Number the distinct QI tuples and estimate each tuple-judging model's prior over them."""
-        if not self.bt:
-            return
-        from ..models.prior import distinct_qids
-
-        self.qids = distinct_qids(self.eng, self.s, self.base, self.qi_cols)
-        for m in self.bt:
-            m.bind(self.eng, self.base, self.qi_cols, self.sa, qids=self.qids, scratch=self.s,
-                   hierarchies=hierarchies, kinds=kinds)
-
-    def ctx(self, cells: str, groups: str, keys: list[str], glob: str | None, domain: int, **extra) -> GroupContext:
-        return GroupContext(engine=self.eng, keys=keys, cells=cells, groups=groups, glob=glob, total=self.total,
-                            domain=domain, sensitive=self.sa,
-                            sensitive_numeric=bool(self.sa) and is_numeric_type(self.types[self.sa]),
-                            sa_hierarchy=self.sa_hier, scratch=self.s, qi_columns=self.qi_cols,
-                            persons=self.persons, facts=self.facts, glob_persons=self.total, **extra)
-
-    def groups_of(self, cells: str, keys: list[str]) -> str:
-        if self.sa:
-            return self.s.table(self.eng.render("check_groups.sql.j2", keys=keys, cells=cells, persons=self.persons))
-        return self.s.table(f"SELECT {', '.join(ident(k) for k in keys)}, sum(_adb_cnt) AS _adb_n FROM {ident(cells)} "
-                            f"GROUP BY ALL")
-
-    def judge(self, cells: str, keys: list[str], first: bool = False, groups: str | None = None,
-              members: str | None = None, inline: bool = False) -> str:
-        """SQL of (keys..., _adb_ok): every model holds on the group (the models' own verdict
-        plans; the expensive ones materialized, unless ``inline``: inside one statement)."""
-        groups = groups or self.groups_of(cells, keys)
-        fg = {"fgroups": "_adb_fgroups"} if inline and self.persons else {}
-        ctx = self.ctx(cells, groups, keys, self.glob, self.domain, members=members, **fg, **self.nt_extra())
-        if first:
-            for m in self.models:
-                m.prepare(ctx)
-        parts = [ident(self.s.table(m.judge(ctx).sql)) if m.materialize and not inline
-                 else f"({m.judge(ctx).sql})" for m in self.models]
-        k = ", ".join(ident(x) for x in keys)
-        union = " UNION ALL ".join(f"SELECT {k}, _adb_ok FROM {p} AS v" for p in parts)
-        return f"SELECT {k}, bool_and(coalesce(_adb_ok, FALSE)) AS _adb_ok FROM ({union}) AS u GROUP BY ALL"
-
-    # the whole table's distribution and the (n,t) references -------------------------------------
-    def setup(self) -> None:
-        e, s = self.eng, self.s
-        self.work = s.table(self.render("mondrian_work.sql.j2", base=self.base, rid=self.rid, qids=self.qids,
-                                        qid_cols=self.qi_cols))
-        ordered = [(i, q) for i, q in enumerate(self.qis) if q.kind == "ordered"]
-        if ordered:  # codes 0 .. card - 1, every one taken by some row
-            top = e.fetch_rows("SELECT " + ", ".join(f"max(_adb_c{i})" for i, _ in ordered) + f" FROM {ident(self.work)}")[1][0]
-            for (_, q), t in zip(ordered, top):
-                q.card, q.range = int(t) + 1, float(t)
-        if self.sa:
-            count = "count(DISTINCT _adb_p)" if self.varying else "count(*)"
-            self.glob = s.table(f"SELECT _adb_sa, {count} AS _adb_cnt FROM {ident(self.work)} GROUP BY _adb_sa")
-            self.domain, self.facts = e.fetch_rows(f"SELECT count(*), sum(_adb_cnt) FROM {ident(self.glob)}")[1][0]
-        else:
-            self.glob, self.domain = None, 0
-        if self.nt:
-            # (n,t): reference histograms of every partition with >= n rows, and each open
-            # partition's Parent(P) (itself and its ancestors with >= n rows) [spec 5.2]
-            self.refs = s.table(f"SELECT CAST(0 AS BIGINT) AS _adb_set, CAST(0 AS BIGINT) AS _adb_sup, _adb_sa, _adb_cnt "
-                                f"FROM {ident(self.glob)}")
-            self.anc = s.table("SELECT CAST(0 AS BIGINT) AS _adb_pid, CAST(0 AS BIGINT) AS _adb_ref")
-        # the root must satisfy every model, or no release can
-        own = ", sum(_adb_own) AS _adb_own" if self.persons else ""
-        if self.varying:  # the persons of the root, per value, and once each (their first row by value)
-            first = (f"CASE WHEN row_number() OVER (PARTITION BY _adb_pid, _adb_p ORDER BY _adb_sa NULLS LAST) = 1 "
-                     f"THEN 1 ELSE 0 END AS _adb_own" if self.sa else "1 AS _adb_own")
-            cells = s.table(f"SELECT _adb_pid{', _adb_sa' if self.sa else ''}, count(DISTINCT _adb_p) AS _adb_cnt{own} "
-                            f"FROM (SELECT *, {first} FROM {ident(self.work)}) AS w GROUP BY ALL")
-        else:
-            cells = s.table(f"SELECT _adb_pid{', _adb_sa' if self.sa else ''}, count(*) AS _adb_cnt{own} "
-                            f"FROM {ident(self.work)} GROUP BY ALL")
-        self.nt_extra = self._nt_extra_root
-        members = s.table(f"SELECT _adb_pid, _adb_qid, count(*) AS _adb_m FROM {ident(self.work)} GROUP BY ALL") \
-            if self.bt else None
-        ok = self.judge(cells, ["_adb_pid"], first=True, members=members)
-        if not e.scalar(f"SELECT bool_and(_adb_ok) FROM ({ok}) AS o"):
-            raise InfeasibleError(self._why_infeasible(cells, members))
-        self.nt_extra = self._nt_extra_cut
-
-    def _nt_extra_root(self):
-        if not self.nt:
-            return {}
-        return {"ancestors": self.anc, "references": self.refs}
-
-    def _nt_extra_cut(self):
-        if not self.nt:
-            return {}
-        a = self.s.table(f"SELECT _adb_pid, _adb_ref FROM {ident(self.anc)}")
-        return {"ancestors": a, "references": self.refs}
-
-    def _why_infeasible(self, cells: str, members: str | None) -> str:
-        """Judge the whole table as one group with the checker, to say which model fails and why."""
-        person = f", {ident(self.person)}" if self.person else ""
-        whole = self.s.table(f"SELECT 'all' AS whole_table{', ' + ident(self.sa) if self.sa else ''}{person} "
-                             f"FROM {ident(self.base)}")
-        models = [copy.deepcopy(m) for m in self.models
-                  if not isinstance(m, NTCloseness) and not getattr(m, "needs_members", False)]
-        reasons = []
-        for m in self.bt:
-            groups = self.groups_of(cells, ["_adb_pid"])
-            ctx = self.ctx(cells, groups, ["_adb_pid"], self.glob, self.domain, members=members)
-            worst = self.eng.scalar(f"SELECT max(_adb_num) FROM ({m.judge(ctx).sql}) AS v")
-            if worst is not None and worst > float(m.t):
-                reasons.append(f"{m.name} (b = {m.b}, t = {float(m.t):g}): in the whole table as one group some "
-                               f"tuple's posterior is already {worst:.4f} from its prior; raise t or the bandwidth")
-        if models:
-            r = check(whole, ["whole_table"], self.sa, models=models, engine=self.eng,
-                      hierarchies={self.sa: self.sa_hier} if self.sa_hier else None, max_groups=0, person=self.person)
-            for v in r.verdicts:
-                if not v.holds:
-                    ach = ", ".join(f"{k} = {_fmt(x)}" for k, x in v.achieved.items())
-                    reasons.append(f"{v.model} {v.params}: the whole table of {self.total} "
-                                   f"{'persons' if self.person else 'rows'} achieves only {ach}"
-                                   + (f" ({v.note})" if v.note else ""))
-        return ("infeasible: no partition of this table can satisfy the request, because the whole table "
-                "does not: " + ("; ".join(reasons) or "a model fails on the whole table"))
-
-    # the rounds -----------------------------------------------------------------------------------
-    def run(self, progress=None, plan: str = "auto") -> tuple[str, int, str | None]:
-        """Partition the rows: (the final rows: row id, partition id, codes and carried sensitive
-        value (:meth:`row_columns`); rounds; partition tree, None from the recursive plan, which
-        (n,t)-closeness, the tree's only reader, never takes)."""
-        self.setup()
-        # the bar's unit: persons when a row is a person or a (person, value) fact (their _adb_own
-        # counts persons), the records when QIs vary within a person (a person's records may split)
-        self.goal = int(self.eng.scalar(f"SELECT count(*) FROM {ident(self.work)}")) if self.varying \
-            else int(self.total)
-        run_events.phase("rounds", total=self.goal,
-                         unit="persons closed" if self.person and not self.varying else "rows closed")
-        if plan == "recursive" or (plan == "auto" and self.recursive_ok()):
-            return self._run_recursive(progress)
-        return self._run_levelwise(progress)
-
-    def recursive_ok(self) -> bool:
-        """Whether ``plan="auto"`` takes the one-statement plan: it can run here (DuckDB 1.3+; models
-        judged from the halves' counts alone: (n,t) grows a partition tree and (B,t) reads QI tuples
-        round by round) and the table is small enough that one attempt per round is the level-wise
-        plan's choice too (above that the level-wise plan's two attempts are faster, and the
-        recursion's working set grows with the table)."""
-        return self._recursive_supported() is None and self.total * len(self.qis) <= ONE_ATTEMPT_ROWS
-
-    def _recursive_supported(self) -> str | None:
-        """Why the one-statement plan cannot run here, or None."""
-        if self.eng.dialect != "duckdb":
-            return f"it is DuckDB SQL (this engine is {self.eng.dialect})"
-        if self.nt or self.bt:
-            return "(n,t)-closeness and (B,t)-privacy are judged round by round"
-        if any(getattr(m, "distance", None) == "ordered" for m in self.models):
-            return "t-closeness with ordered EMD joins with ASOF, which DuckDB does not run inside a recursive statement"
-        import duckdb
-
-        if tuple(int(x) for x in duckdb.__version__.split(".")[:2] if x.isdigit()) < (1, 3):
-            return f"WITH RECURSIVE ... USING KEY needs DuckDB 1.3 or later (this is {duckdb.__version__})"
-        return None
-
-    def _run_recursive(self, progress=None) -> tuple[str, int, None]:
-        """Every round in one recursive statement (``mondrian_recursive.sql.j2``); the partitions
-        and their ids equal the level-wise plan's."""
-        why = self._recursive_supported()
-        if why:
-            raise InputError(f"plan='recursive' cannot run here: {why}; use plan='levelwise'")
-        keys = ["_adb_pid", "_adb_dim", "_adb_side"]
-        groups_sql = self.eng.render("check_groups.sql.j2", keys=keys, cells="_adb_split",
-                                     persons=self.persons).sql if self.sa else None
-        ok = self.judge("_adb_split", keys, groups="_adb_groups" if self.sa else "_adb_split", inline=True)
-        work, tuples = self.work, self._tuples()
-        assign = self.s.table(self.render("mondrian_recursive.sql.j2", work=tuples or work, ok=ok,
-                                          groups_sql=groups_sql, try_all_dims=self.try_all_dims,
-                                          from_rows=(self.relaxed and bool(self.sa)) or self.varying, with_qid=False,
-                                          rows_out=True, weighted=bool(tuples)))
-        rounds, classes = self.eng.fetch_rows(f"SELECT max(_adb_lvl), count(DISTINCT _adb_pid) "
-                                              f"FROM {ident(assign)}")[1][0]
-        if tuples:  # every row takes its tuple's partition
-            cols = self.tuple_columns()
-            on = " AND ".join(f"w.{c} IS NOT DISTINCT FROM a.{c}" for c in cols)
-            assign = self.s.table(f"SELECT w._adb_rid, a._adb_pid, a._adb_lvl, {', '.join('w.' + c for c in cols)} "
-                                  f"FROM {ident(work)} AS w JOIN {ident(assign)} AS a ON {on}")
-        self.assign = assign
-        if progress:
-            progress({"round": int(rounds), "open": 0, "classes": int(classes), "rows_open": 0, "done": self.goal})
-        return self.assign, int(rounds), None
-
-    def _tuples(self) -> str | None:
-        """The work table's distinct (codes, sensitive value) tuples with their row counts _adb_wt,
-        for the one-statement plan to cut instead of the rows, or None. Strict and hierarchical
-        cuts never separate equal tuples (a row's side depends on its codes alone), so the
-        partitions are the same; relaxed cuts split tied rows by row id. Kept when the tuples are
-        at most 90% of the rows (Adult's 8 QIs: 18,109 tuples of 30,162 rows: the rounds' statement
-        0.26 -> 0.20 s, for 13 ms of grouping and of giving the rows their tuple's partition)."""
-        if self.relaxed or self.persons or self.varying:  # record owners count persons, not weighted rows
-            return None
-        cols = ", ".join(self.tuple_columns())
-        tuples = self.s.table(f"SELECT min(_adb_rid) AS _adb_rid, _adb_pid, {cols}, CAST(count(*) AS BIGINT) AS _adb_wt "
-                              f"FROM {ident(self.work)} GROUP BY _adb_pid, {cols}")
-        if self.eng.scalar(f"SELECT count(*) FROM {ident(tuples)}") * 10 > self.total * 9:
-            self.s.drop(tuples)
-            return None
-        return tuples
-
-    def _run_levelwise(self, progress=None) -> tuple[str, int, str]:
-        """One round at a time: Python loops over rounds, each a few statements."""
-        e, s = self.eng, self.s
-        self.assign = s.table(f"SELECT {self.row_columns()} FROM {ident(self.work)} LIMIT 0")
-        # the partition tree: every partition with its parent and size (the root has parent NULL)
-        self.tree = s.table(f"SELECT CAST(0 AS BIGINT) AS _adb_pid, CAST(NULL AS BIGINT) AS _adb_parent, "
-                            f"CAST({self.total} AS BIGINT) AS _adb_n")
-        rnd, next_id, n_parts, n_rows, largest = 0, 1, 1, self.total, self.total
-        closed = 0  # final partitions so far
-        fragment_rows = getattr(e, "fragment_rows", 0) if self._fragments_supported() is None else 0
-        while n_parts:
-            if largest <= fragment_rows:  # every open partition fits one worker: finish each there
-                rnd = self._finish_fragments(rnd, n_parts, progress, closed)
-                break
-            rnd += 1
-            mark = len(s.names)
-            cand_all = s.put("cand", self.render("mondrian_cand.sql.j2", work=self.work))
-            # Attempt 1: every partition's widest dimension; attempt 2 (try_all_dims): all remaining
-            # dimensions of the partitions that failed, judged at once, the widest allowable wins.
-            # While the open rows times the dimensions are few, all dimensions go in one attempt.
-            if not self.try_all_dims:
-                wheres = ["_adb_rank = 0"]
-            elif n_rows * len(self.qis) <= ONE_ATTEMPT_ROWS:
-                wheres = [None]
-            else:
-                wheres = ["_adb_rank = 0", "_adb_rank > 0 AND _adb_pid NOT IN (SELECT _adb_pid FROM {chosen0})"]
-            chosen_parts, side_parts = [], []
-            for i, where in enumerate(wheres):
-                if where is None:
-                    cand = cand_all
-                else:
-                    where = where.format(chosen0=ident(chosen_parts[0]) if chosen_parts else "")
-                    cand = s.put(f"cand{i}", f"SELECT * FROM {ident(cand_all)} WHERE {where}")
-                    if i and not e.scalar(f"SELECT count(*) FROM {ident(cand)}"):
-                        break
-                split = s.put(f"split{i}", self.render("mondrian_split.sql.j2", work=self.work, cand=cand,
-                                                       from_rows=(self.relaxed and bool(self.sa)) or self.varying))
-                keys = ["_adb_pid", "_adb_dim", "_adb_side"]
-                members = None
-                if self.bt:
-                    cuts = s.put(f"cuts{i}", f"SELECT DISTINCT _adb_pid, _adb_dim, _adb_lcad, _adb_m, _adb_tl "
-                                             f"FROM {ident(split)}")
-                    members = s.put(f"members{i}", self.render("mondrian_members.sql.j2", work=self.work,
-                                                               cuts=cuts))
-                ok = self.judge(split, keys, groups=None if self.sa else split, members=members)
-                chosen_parts.append(s.put(f"chosen{i}", self.render("mondrian_choose.sql.j2", ok=ok, split=split)))
-                side_parts.append(f"SELECT x._adb_pid, x._adb_side{', x._adb_sa' if self.sa else ''}, x._adb_cnt "
-                                  f"FROM {ident(split)} AS x JOIN {ident(chosen_parts[-1])} AS c "
-                                  f"ON c._adb_pid = x._adb_pid AND c._adb_dim = x._adb_dim")
-            chosen = chosen_parts[0] if len(chosen_parts) == 1 else \
-                s.put("chosen", " UNION ALL ".join(f"SELECT * FROM {ident(p)}" for p in chosen_parts))
-            # final partitions: every open partition without an allowable cut
-            e.execute(f"INSERT INTO {ident(self.assign)} SELECT {self.row_columns()} FROM {ident(self.work)} "
-                      f"WHERE _adb_pid NOT IN (SELECT _adb_pid FROM {ident(chosen)})")
-            sides = s.put("sides", " UNION ALL ".join(side_parts)) if self.nt else \
-                "(" + " UNION ALL ".join(side_parts) + ")"
-            sides_sql = ident(sides) if self.nt else sides
-            children = s.put("children", f"SELECT _adb_pid, _adb_side, CAST({next_id} + row_number() OVER "
-                                         f"(ORDER BY _adb_pid, _adb_side) - 1 AS BIGINT) AS _adb_new, _adb_n "
-                                         f"FROM (SELECT _adb_pid, _adb_side, sum(_adb_cnt) AS _adb_n FROM {sides_sql} "
-                                         f"AS x GROUP BY ALL) AS c")
-            n_children, n_cut, rows_open, largest = e.fetch_rows(
-                f"SELECT count(*), count(DISTINCT _adb_pid), coalesce(sum(_adb_n), 0), coalesce(max(_adb_n), 0) "
-                f"FROM {ident(children)}")[1][0]
-            old = self.work
-            if n_children:
-                if self.nt:  # the partition tree: (n,t)-closeness verifies against it
-                    e.execute(f"INSERT INTO {ident(self.tree)} SELECT _adb_new, _adb_pid, _adb_n FROM {ident(children)}")
-                if self.nt:
-                    self._advance_nt(children, sides)
-                self.work = s.put(f"work{rnd % 2}", self.render("mondrian_relabel.sql.j2", work=self.work,
-                                                               cuts=chosen, children=children,
-                                                               with_qid=bool(self.bt)))
-            closed += n_parts - n_cut
-            if progress:  # the children's counts are facts with persons: the open work in the bar's unit
-                left = int(rows_open) if not n_children or not (self.persons or self.varying) else int(e.scalar(
-                    f"SELECT {'count(*)' if self.varying else 'sum(_adb_own)'} FROM {ident(self.work)}"))
-                progress({"round": rnd, "open": n_children, "classes": closed, "rows_open": int(rows_open),
-                          "done": self.goal - left})
-            next_id += n_children
-            n_parts, n_rows = n_children, int(rows_open)
-            if n_children and old not in s.slots.values():  # the set-up's rows
-                s.drop(old)
-            s.drop_since(mark, keep=[self.work] + ([self.anc] if self.nt else []))
-        return self.assign, rnd, self.tree
-
-    def _fragments_supported(self) -> str | None:
-        """Why the open partitions cannot be finished one by one on the engine's workers, or None:
-        (n,t) and (B,t) read the whole table round by round."""
-        if self.nt or self.bt:
-            return "(n,t)-closeness and (B,t)-privacy are judged round by round"
-        if any(getattr(m, "distance", None) == "ordered" for m in self.models):
-            return "t-closeness with ordered EMD joins with ASOF, which DuckDB does not run inside a recursive statement"
-        return None
-
-    def _finish_fragments(self, rnd: int, n_parts: int, progress=None, closed: int = 0) -> int:
-        """Every open partition's subtree at once, on the engine's workers (Spark: one grouped step;
-        each group, one open partition's rows, runs the one-statement recursive plan in an embedded
-        DuckDB, with the whole table's distribution and hierarchy codes as small side tables).
-
-        The cuts are those the rounds here would make: a partition's cut depends on its own rows
-        and on whole-table quantities (spans normalized by the table's ranges, the distribution t
-        compares against) only. Partition ids: a fragment f numbers its children from 1, made
-        unique as f * 2^32 + id (a fragment never cut keeps f * 2^32 + f). Returns the rounds."""
-        e, s = self.eng, self.s
-        keys = ["_adb_pid", "_adb_dim", "_adb_side"]
-        groups_sql = e.render("check_groups.sql.j2", keys=keys, cells="_adb_split",
-                              persons=self.persons).sql if self.sa else None
-        ok = self.judge("_adb_split", keys, groups="_adb_groups" if self.sa else "_adb_split", inline=True)
-        rec = self.render("mondrian_recursive.sql.j2", work=self.work, ok=ok, groups_sql=groups_sql,
-                          try_all_dims=self.try_all_dims, from_rows=(self.relaxed and bool(self.sa)) or self.varying, with_qid=False).sql
-        sql = (f"SELECT r._adb_rid, CAST(f._adb_f * 4294967296 + r._adb_pid AS BIGINT) AS _adb_pid, CAST(r._adb_lvl AS INTEGER) AS _adb_lvl "
-               f"FROM ({rec}) AS r CROSS JOIN (SELECT min(_adb_pid) AS _adb_f FROM {ident(self.work)}) AS f")
-        done = e.per_group(s, self.work, "_adb_pid", sql, "_adb_rid BIGINT, _adb_pid BIGINT, _adb_lvl INTEGER")
-        cols = ", ".join(f"w.{c}" if c != "_adb_pid" else "d._adb_pid" for c in self.row_columns().split(", "))
-        e.execute(f"INSERT INTO {ident(self.assign)} SELECT {cols} FROM {ident(done)} AS d "
-                  f"JOIN {ident(self.work)} AS w ON w._adb_rid = d._adb_rid")
-        levels, classes = e.fetch_rows(f"SELECT max(_adb_lvl), count(DISTINCT _adb_pid) FROM {ident(done)}")[1][0]
-        if progress:
-            progress({"round": rnd + int(levels or 0), "open": 0, "classes": closed + int(classes), "rows_open": 0,
-                      "done": self.goal})
-        return rnd + int(levels or 0)
-
-    def _advance_nt(self, children: str, sides: str) -> None:
-        e, s = self.eng, self.s
-        n = self.nt_n
-        e.execute(f"INSERT INTO {ident(self.refs)} SELECT 0, ch._adb_new, x._adb_sa, sum(x._adb_cnt) "
-                  f"FROM {ident(children)} AS ch JOIN {ident(sides)} AS x ON x._adb_pid = ch._adb_pid "
-                  f"AND x._adb_side = ch._adb_side WHERE ch._adb_n >= {n} GROUP BY ALL")
-        self.anc = s.table(f"SELECT ch._adb_new AS _adb_pid, a._adb_ref FROM {ident(children)} AS ch "
-                           f"JOIN {ident(self.anc)} AS a ON a._adb_pid = ch._adb_pid "
-                           f"UNION ALL SELECT _adb_new, _adb_new FROM {ident(children)} WHERE _adb_n >= {n}")
-
-    def verify_bt(self, joined: str):
-        """(B,t)-privacy of the release: every row's Omega posterior in its final class against its
-        prior, the classes' value counts and QI tuples recounted from the released rows."""
-        from ..checker import Report, evaluate_model
-        from ..models.bt_privacy import cell_relations, members_of
-        e, s = self.eng, self.s
-        members = members_of(e, s, joined, "_adb_pid", self.qids, self.qi_cols)
-        cells = s.table(f"SELECT _adb_pid, {ident(self.sa)} AS _adb_sa, count(*) AS _adb_cnt FROM {ident(joined)} "
-                        f"GROUP BY ALL")
-        glob, groups, domain = cell_relations(e, s, cells, ["_adb_pid"])
-        out = []
-        for m in self.bt:
-            ctx = self.ctx(cells, groups, ["_adb_pid"], glob, domain, members=members)
-            ctx.qi_columns = ["_adb_pid"]
-            out.append(evaluate_model(m, ctx, 3, None))
-        rows = e.scalar(f"SELECT count(*) FROM {ident(joined)}")
-        return Report(source=joined, qi=["eq_class"], sensitive=self.sa, rows=rows, groups=0, smallest_group=0,
-                      largest_group=0, verdicts=out)
-
-    def verify_nt(self, models: list[NTCloseness], release: str, tree: str, keep: Iterable[str] = ()):
-        """(n,t)-closeness of the release against its partition tree: each equivalence class with
-        fewer than n rows must be within t of some ancestor partition with >= n rows, all
-        distributions recomputed from the released rows [Li thesis Fig 2.1]. With ``keep`` (kept
-        columns, published unchanged) the groups are the rows sharing the class and the kept values
-        (the release's groups over every published column), each judged against its class's
-        partition and ancestors."""
-        from ..checker import Report, evaluate_model
-        e, s = self.eng, self.s
-        keep = list(keep)
-        keys = ["_adb_pid", "_adb_kg"] if keep else ["_adb_pid"]
-        kg = (f", CAST(dense_rank() OVER (ORDER BY {', '.join(f'{ident(c)} NULLS LAST' for c in keep)}) AS BIGINT) "
-              f"AS _adb_kg" if keep else "")
-        out = []
-        for m in models:
-            n = m.n
-            cls = s.table(f"SELECT DISTINCT eq_class AS _adb_pid FROM {ident(release)}")
-            if self.persons:  # record owners: the persons holding each value, the facts' sizes
-                rel = s.table(f"SELECT eq_class AS _adb_pid{kg}, {ident(self.sa)} AS _adb_sa, {ident(PERSON_COLUMN)} "
-                              f"FROM {ident(release)}")
-                fact = s.table(e.render("check_person_facts.sql.j2", keys=keys, person=PERSON_COLUMN,
-                                        sensitive="_adb_sa", source=rel))
-                cells = s.table(e.render("check_person_cells.sql.j2", keys=keys, facts=fact))
-            else:
-                cells = s.table(f"SELECT {', '.join(keys)}, _adb_sa, count(*) AS _adb_cnt FROM (SELECT eq_class AS "
-                                f"_adb_pid{kg}, {ident(self.sa)} AS _adb_sa FROM {ident(release)}) AS r GROUP BY ALL")
-            # ancestors (inclusive) of each class through the tree; the class id is the leaf pid
-            paths = s.table(f"WITH RECURSIVE up(_adb_pid, _adb_ref) AS (SELECT _adb_pid, _adb_pid FROM {ident(cls)} "
-                            f"UNION ALL SELECT u._adb_pid, t._adb_parent FROM up AS u JOIN {ident(tree)} AS t "
-                            f"ON t._adb_pid = u._adb_ref WHERE t._adb_parent IS NOT NULL) SELECT * FROM up")
-            under = s.table(f"SELECT p._adb_ref, c._adb_sa, sum(c._adb_cnt) AS _adb_cnt FROM {ident(paths)} AS p "
-                            f"JOIN {ident(cells)} AS c ON c._adb_pid = p._adb_pid GROUP BY ALL")
-            refs = s.table(f"SELECT CAST(0 AS BIGINT) AS _adb_set, _adb_ref AS _adb_sup, _adb_sa, _adb_cnt FROM {ident(under)} "
-                           f"WHERE _adb_ref IN (SELECT _adb_ref FROM {ident(under)} GROUP BY _adb_ref "
-                           f"HAVING sum(_adb_cnt) >= {n})")
-            anc = s.table(f"SELECT _adb_pid, _adb_ref FROM {ident(paths)} WHERE _adb_ref IN "
-                          f"(SELECT _adb_sup FROM {ident(refs)})")
-            glob = s.table(f"SELECT _adb_sa, sum(_adb_cnt) AS _adb_cnt FROM {ident(cells)} GROUP BY _adb_sa")
-            groups = s.table(self.eng.render("check_groups.sql.j2", keys=keys, cells=cells)) if not self.persons else \
-                s.table(e.render("check_person_groups.sql.j2", keys=keys, cells=cells, facts=fact))
-            domain = e.scalar(f"SELECT count(*) FROM {ident(glob)}")
-            ctx = self.ctx(cells, groups, keys, glob, domain, ancestors=anc, references=refs)
-            ctx.qi_columns = list(keys)
-            out.append(evaluate_model(m, ctx, 3, None))
-        rows = e.scalar(f"SELECT count(*) FROM {ident(release)}")
-        return Report(source=release, qi=["eq_class"], sensitive=self.sa, rows=rows, groups=0, smallest_group=0,
-                      largest_group=0, verdicts=out)
-
-
 # ------------------------------------------------------------------------------------------------
 def _materialize(eng, s, base, rid, rows, qis, hq, published, stage, order, relaxed, joined=False,
                  release=None, person=None) -> tuple[str, str | None]:
     """The release: generalized QIs (each under its own name: a label; numeric and date QIs also as
     <name>_lo / <name>_hi), eq_class, the sensitive and kept columns unchanged, rows in the order of
     ``order`` (a keyed hash). Boxes and labels are built once per class from the final rows' codes
-    (``rows``, :meth:`_Planner.run`); the source rows are read once, by the release itself. Returns
+    (``rows``, :meth:`Planner.run`); the source rows are read once, by the release itself. Returns
     (boxes, the source rows joined with their partition, made only when ``joined`` is asked).
     ``release``: (records, their row id, record id -> partition) when the rows partitioned are
     persons: the release publishes the records, each with its person's class, and stages the
