@@ -275,8 +275,9 @@ def floors() -> list[tuple[str, str, Callable[[Any], Any]]]:
              .collect())]
 
 
-def mondrian(e, group: Group, rounds: list[dict]) -> Any:
-    """Mondrian k=10 (level-wise); after each round the job group moves on to the next round's."""
+def mondrian(e, group: Group, rounds: list[dict], plan: str = "levelwise") -> Any:
+    """Mondrian k=10 (level-wise, or the fragment plan); after each round the job group moves on to
+    the next round's."""
     from anonydb.methods.mondrian import anonymize
 
     base = group.name
@@ -286,7 +287,7 @@ def mondrian(e, group: Group, rounds: list[dict]) -> Any:
         group.move(f"{base}:r{p['round'] + 1}" if p.get("open") else f"{base}:finish")
 
     group.move(f"{base}:setup+r1")  # the set-up (row ids, codes, work table, root check) counts with round 1
-    return anonymize("census", CENSUS_QIS, SA, k=10, out="census_m10", engine=e, plan="levelwise", seed=1,
+    return anonymize("census", CENSUS_QIS, SA, k=10, out="census_m10", engine=e, plan=plan, seed=1,
                      replace=True, progress=progress)
 
 
@@ -448,7 +449,9 @@ def bench_size(args, spark, eng, metrics: Metrics, rows: int, wanted, result: di
     print(f"== {rows:,} rows: parquet {size['parquet_mb']:.0f} MB ({'made in %.1f s' % gen_s if gen_s else 'reused'}), "
           f"{'cached' if not args.no_cache else 'not cached'} in {load_s:.1f} s, {df.rdd.getNumPartitions()} input "
           f"partitions, {groups:,} QI groups", file=sys.stderr, flush=True)
-    all_w = checks() + floors() + [("Mondrian k=10 (levelwise)", "mondrian", None), ("sim: Mondrian-like rounds, k=10", "sim", None)]
+    all_w = checks() + floors() + [("Mondrian k=10 (levelwise)", "mondrian", None),
+                                   ("Mondrian k=10 (fragments)", "mondrian", "fragments"),
+                                   ("sim: Mondrian-like rounds, k=10", "sim", None)]
     for idx, (name, kind, fn) in enumerate(all_w):
         if STOP:
             break
@@ -465,7 +468,7 @@ def bench_size(args, spark, eng, metrics: Metrics, rows: int, wanted, result: di
             with Group(sc, gname, args.timeout) as g:
                 try:
                     if kind == "mondrian":
-                        classes = mondrian(eng, g, rounds).classes
+                        classes = mondrian(eng, g, rounds, fn or "levelwise").classes
                     elif kind == "sim":
                         max_r = None if rows <= args.sim_full_rows else args.sim_rounds
                         run_sim(spark, g, rounds, max_r, args.sim_materialize)

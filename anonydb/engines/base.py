@@ -80,6 +80,9 @@ class Engine(abc.ABC):
     #: Mondrian's fragment plan cuts the top until every open group holds at most this many rows,
     #: then finishes each with :meth:`per_group` (0: the engine has no grouped step)
     finish_rows: int = 0
+    #: Mondrian's ``plan="auto"`` takes the fragment plan from this many rows (0: never), where it
+    #: was measured faster than the level-wise plan (BENCHMARKS.md, Mondrian)
+    fragments_from: int = 0
     #: a check whose models read only each group's size and number of distinct sensitive values
     #: (k, distinct l) counts them in one aggregation of the source, the values as bits of an
     #: integer, when the sensitive attribute has at most this many values (0: never)

@@ -24,7 +24,11 @@ class DuckDBEngine(Engine):
     dialect = "duckdb"
     group_bits = 64  # bit_or over a UBIGINT, bit_count (raw 10M census, distinct l: see BENCHMARKS.md)
     packed_sums = 8  # HUGEINT sums (raw 10M census, t-closeness: 40 values in 8 sums 1.3x faster, 64 in 13 no faster)
-    finish_rows = 250_000  # Mondrian's fragments: measured in BENCHMARKS.md (Mondrian)
+    #: Mondrian's fragments: batches of about 250,000 rows (1M census: the pool's step 2.8 s against
+    #: 3.2 s with 50,000; a statement costs ~50 ms to start); plan="auto" takes the fragment plan from
+    #: 20M rows (census, 4 GB: 0.90x the level-wise plan at 10M, 1.13x at 30M, 1.44x at 100M)
+    finish_rows = 250_000
+    fragments_from = 20_000_000
 
     def __init__(self, database: str | Path | duckdb.DuckDBPyConnection | None = None, *, read_only: bool = False):
         super().__init__()
@@ -62,7 +66,8 @@ class DuckDBEngine(Engine):
     def per_group(self, s, relation: str, key: str, sql: str, schema: str) -> str:
         """Every group of ``relation`` by ``key`` through :func:`~anonydb.engines.grouped.group_step`
         in a pool of this DuckDB's ``threads`` Python threads, each group in an embedded
-        single-threaded DuckDB with its share of the memory limit and a copy of the side tables
+        single-threaded DuckDB with its share of half the memory limit (this connection keeps the
+        other half while they run) and a copy of the side tables
         ``sql`` names. A group's rows are read as Arrow (``relation`` is sorted by ``key``, so the
         zone maps skip the other groups' row groups) and its result inserted, both under a lock:
         this connection runs one statement at a time, the embedded ones run in parallel (DuckDB
@@ -79,8 +84,8 @@ class DuckDBEngine(Engine):
                 for n in side_names(sql, relation) if n.lower() in ours}
         threads, limit = cur.execute("SELECT current_setting('threads'), current_setting('memory_limit')").fetchone()
         threads = max(1, int(threads))
-        share = _share(limit, threads)
-        run, _ = group_step(relation, sql, side, share)
+        half = _bytes(limit) // 2  # the pool's half of the memory limit, shared by its threads; this one keeps the other
+        run, _ = group_step(relation, sql, side, f"{max(64, half // threads // 2**20)}MiB" if half else None)
         groups = [g for (g,) in cur.execute(f"SELECT DISTINCT {ident(key)} FROM {ident(relation)} ORDER BY 1").fetchall()]
         out = s.table(f"SELECT * FROM (SELECT {', '.join(f'CAST(NULL AS {t}) AS {c}' for c, t in _pairs(schema))}) "
                       f"AS t LIMIT 0")
@@ -98,9 +103,15 @@ class DuckDBEngine(Engine):
                 finally:
                     cur.unregister("_adb_done")
 
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            for f in [pool.submit(finish, g) for g in groups]:
-                f.result()
+        if half:
+            cur.execute(f"SET memory_limit = '{max(64, half // 2**20)}MiB'")
+        try:
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                for f in [pool.submit(finish, g) for g in groups]:
+                    f.result()
+        finally:
+            if half:
+                cur.execute(f"SET memory_limit = '{limit}'")
         return out
 
     def columns(self, relation: str) -> list[tuple[str, str]]:
@@ -134,16 +145,15 @@ def _pairs(schema: str) -> list[tuple[str, str]]:
     return [tuple(p.strip().split(None, 1)) for p in schema.split(",")]  # type: ignore[misc]
 
 
-def _share(limit: str, threads: int) -> str | None:
-    """One thread's share of DuckDB's memory limit (``'4.0 GiB'`` over 2: ``'2048MiB'``)."""
-    units = {"b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10**3, "mb": 10**6,
+def _bytes(limit: str) -> int:
+    """DuckDB's memory limit as it reports it (``'4.0 GiB'``) in bytes; 0 when it cannot be read."""
+    units = {"bytes": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10**3, "mb": 10**6,
              "gb": 10**9, "tb": 10**12}
     try:
         num, unit = limit.split()
-        total = float(num) * units[unit.lower()]
+        return int(float(num) * units[unit.lower()])
     except (ValueError, KeyError):
-        return None
-    return f"{max(64, int(total / threads / 2**20))}MiB"
+        return 0
 
 
 def _open_duckdb(database: str | Path | None, read_only: bool) -> "duckdb.DuckDBPyConnection":

@@ -143,8 +143,9 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
     (B,t)), "levelwise" one round at a time (a few statements each, portable), "fragments" the
     first rounds without rewriting the rows, then every fragment finished on its own, in parallel
     where the engine can; "auto" the recursive plan where it applies and the table is small
-    (rows x QIs <= ONE_ATTEMPT_ROWS), the fragment plan from ``FRAGMENTS_FROM`` rows, else the
-    level-wise one (:mod:`anonydb.methods.mondrian_rounds`). Every plan gives the same partitions.
+    (rows x QIs <= ONE_ATTEMPT_ROWS), the fragment plan from the engine's ``fragments_from`` rows,
+    else the level-wise one (:mod:`anonydb.methods.mondrian_rounds`). Every plan gives the same
+    partitions.
     ``as_view``: ``out`` becomes a view over the verified rows, stored in ``<out>__data`` (a view
     over the live source would let later changes to the source bypass the verification).
     ``person``: the column naming each record's owner. Every model then judges distinct persons

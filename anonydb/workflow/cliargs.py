@@ -282,8 +282,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--categorical", choices=("hierarchy", "order"), default="hierarchy",
                    help="cut categorical QIs along their hierarchy (default) or in sorted value order")
     a.add_argument("--plan", choices=PLANS, default="auto",
-                   help="Mondrian: every round in one recursive statement, or one round at a time (portable; "
-                        "progress per round); auto picks the first for small tables")
+                   help="Mondrian: every round in one recursive statement (recursive), one round at a time "
+                        "(levelwise: portable, progress per round), or the top cut without rewriting the rows and "
+                        "the fragments finished in parallel (fragments); auto picks by engine and size")
     a.add_argument("--replace", action="store_true",
                    help="replace --out and the --export file if they exist (never the source); the old release stays "
                         "until the new one is verified")
