@@ -732,6 +732,12 @@ def _bt_arg(text: str, qi: str) -> tuple[Any, float]:
     return dict(zip(qis, bs)), tv
 
 
+def _dp(args: argparse.Namespace) -> int:
+    from . import dpcmd
+
+    return dpcmd.run(args, _engine_for(args))
+
+
 def _risk(args: argparse.Namespace) -> int:
     from . import riskcmd
 
@@ -998,4 +1004,4 @@ if __name__ == "__main__":  # pragma: no cover
 #: the subcommands and their handlers
 _COMMANDS = {"check": _check, "anonymize": _anonymize, "release": _release, "releases": _releases, "plan": _plan, "report": _report,
              "audit": _audit, "evaluate": _evaluate, "tradeoff": _tradeoff, "demo": _demo,
-             "sql": _sql, "risk": _risk}
+             "sql": _sql, "risk": _risk, "dp": _dp}

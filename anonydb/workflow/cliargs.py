@@ -140,6 +140,9 @@ EXAMPLES = {
                  "three releases of Adult, P_loss and U_loss; * marks the efficient frontier"),
     "risk": (f"anonydb risk {ADULT} --qi age,sex,race,marital-status,education --fraction 0.1",
              "Adult's re-identification risk, read as a 10% sample of its population"),
+    "dp": ("anonydb dp visits.csv --person person_id --by diagnosis,month --mean cost:0:5000 --epsilon 1 "
+           "--delta 1e-6 --max-groups 4 --out visit_stats --db w.duckdb",
+           "noisy counts and mean costs per diagnosis and month; a person counts in at most 4 of them"),
     "sql": ("anonydb sql --out anonydb.sql",
             "write the script; `.read anonydb.sql` in the DuckDB CLI installs its macros"),
     "demo": ("anonydb demo --rows 10000 --k 10",
@@ -409,6 +412,9 @@ def _parser() -> argparse.ArgumentParser:
     from . import riskcmd
 
     riskcmd.add_parser(sub, DB_HELP, ENGINE_HELP, PERSON_HELP, _about)
+    from . import dpcmd
+
+    dpcmd.add_parser(sub, DB_HELP, ENGINE_HELP, _about)
 
     q = sub.add_parser("sql", **_about("sql", "write anonydb as one SQL script of DuckDB table macros (the checks, "
                                               "generalization, Mondrian, Anatomy, risk), for `.read` in the DuckDB "

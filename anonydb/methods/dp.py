@@ -1,0 +1,248 @@
+"""Differentially private aggregates by person: counts, sums and means of a table's groups.
+
+epsilon-differential privacy [Dwork 2006; the survey's §2.4 and Table IV] holds against any
+background knowledge: a release's distribution changes by at most a factor e^epsilon (plus delta)
+when one *person*, with all their records, is added or removed. The privacy unit is the person
+column, never the row.
+
+Contribution bounding, in SQL (the database does the work; only per-group aggregates leave it):
+
+* each person keeps at most ``max_rows`` rows R in each group, chosen by a keyed hash of the row
+  under a fresh secret salt (never the table's order, which an adversary may steer);
+* each person keeps at most ``max_groups`` groups G, again by a keyed hash of (person, group);
+* every value is clamped to its [lo, hi].
+
+Sensitivities (L1, one person added or removed): a count vector moves by at most G x R (R in each
+of G groups); a sum of values clamped to [lo, hi] by G x R x max(|lo|, |hi|). A mean is a noisy
+sum over a noisy count (post-processing: it spends nothing more). The budget is split evenly
+between the released aggregates (basic composition: the epsilons add up), the count taking the
+partition selection's delta when the group keys are not public (:func:`anonydb.noise.threshold`).
+With ``keys`` (a table of public group keys) every key appears, with no threshold.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .. import noise
+from ..engines import connect
+from ..errors import InputError
+from ..release.publish import Publication
+from ..schema import is_numeric_type, split_list
+from ..sources import open_source
+from ..sqlgen import ident, literal
+
+
+@dataclass
+class Bound:
+    """A value column clamped to [lo, hi] for a sum or a mean."""
+
+    column: str
+    lo: float
+    hi: float
+
+    @classmethod
+    def parse(cls, spec: "str | tuple | Bound", what: str) -> "Bound":
+        """``COL:LO:HI`` (the CLI's form), a (column, lo, hi) tuple, or a Bound."""
+        if isinstance(spec, Bound):
+            b = spec
+        else:
+            parts = spec.rsplit(":", 2) if isinstance(spec, str) else list(spec)
+            if len(parts) != 3:
+                raise InputError(f"--{what} {spec!r}: give COLUMN:LO:HI (a {what} needs bounds: an unbounded {what} "
+                                 f"is not differentially private)")
+            try:
+                b = cls(str(parts[0]), float(parts[1]), float(parts[2]))
+            except ValueError:
+                raise InputError(f"--{what} {spec!r}: LO and HI must be numbers") from None
+        if not (math.isfinite(b.lo) and math.isfinite(b.hi)):
+            raise InputError(f"--{what} {b.column}: LO and HI must be finite numbers")
+        if b.lo > b.hi:
+            raise InputError(f"--{what} {b.column}: LO {b.lo:g} is above HI {b.hi:g}")
+        return b
+
+    @property
+    def integer(self) -> bool:
+        return float(self.lo).is_integer() and float(self.hi).is_integer()
+
+    @property
+    def reach(self) -> float:
+        return max(abs(self.lo), abs(self.hi))
+
+
+@dataclass
+class DPResult:
+    """A released table of noisy aggregates and what it spent."""
+
+    table: str
+    groups: int
+    epsilon: float
+    delta: float
+    seconds: float
+    columns: list[str] = field(default_factory=list)
+    threshold: int | None = None
+    scales: dict[str, float] = field(default_factory=dict)
+
+    def format(self) -> str:
+        sel = (f"; group keys not public: released where the noisy count reaches {self.threshold}"
+               if self.threshold is not None else "; every public key released")
+        lines = [f"release {self.table}: {self.groups} groups of differentially private aggregates "
+                 f"({self.seconds:.2f} s)",
+                 f"  spent: epsilon {self.epsilon:g}, delta {self.delta:g}{sel}",
+                 "  noise scales: " + ", ".join(f"{k} {v:g}" for k, v in self.scales.items())]
+        return "\n".join(lines)
+
+
+def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: float, delta: float = 0.0,
+       count: bool = True, sums: Iterable[Any] = (), means: Iterable[Any] = (), keys: str | None = None,
+       max_groups: int = 1, max_rows: int = 1, engine: Any = None, replace: bool = False) -> DPResult:
+    """Release the groups of ``source`` by ``by`` with (epsilon, delta)-DP aggregates, by person.
+
+    ``count``: the number of rows per group (after bounding); ``sums`` / ``means``: columns with
+    bounds, each ``"col:lo:hi"`` or (col, lo, hi). ``keys``: a table of the public group keys
+    (columns ``by``); without it the keys come from the data and need ``delta`` > 0. Each output
+    column comes with its noise scale and a 95% interval (``_lo95``, ``_hi95``)."""
+    t0 = time.perf_counter()
+    eng = connect(engine)
+    groups_by = split_list(by, "group columns")
+    sums = [Bound.parse(x, "sum") for x in sums]
+    means = [Bound.parse(x, "mean") for x in means]
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) or epsilon <= 0:
+        raise InputError(f"epsilon must be a positive number, got {epsilon!r}")
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 <= delta < 1:
+        raise InputError(f"delta must be in [0, 1), got {delta!r}")
+    for name, v in (("max_groups", max_groups), ("max_rows", max_rows)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise InputError(f"{name} must be a positive integer, got {v!r}")
+    if not (count or sums or means):
+        raise InputError("nothing to release: ask for --count, --sum or --mean")
+    if keys is None and delta <= 0:
+        raise InputError("group keys that are not public are released only above a noisy threshold, which needs "
+                         "delta > 0 (--delta); or give the public keys (--keys TABLE)")
+    with Publication(eng, [out], replace, sources=[source] + ([keys] if keys else [])) as pub:
+        with eng.scratch("dp") as s:
+            relation = open_source(eng, source, scratch=s)
+            types = dict(eng.columns(relation))
+            for c in [person] + groups_by + [b.column for b in sums + means]:
+                if c not in types:
+                    raise InputError(f"{source} has no column {c!r}")
+            for b in sums + means:
+                if not is_numeric_type(types[b.column]):
+                    raise InputError(f"{b.column!r} is not numeric ({types[b.column]}): a sum or mean needs numbers")
+            nulls = eng.scalar(f"SELECT count(*) FROM {ident(relation)} WHERE {ident(person)} IS NULL")
+            if nulls:
+                raise InputError(f"the person column {person!r} is NULL in {nulls} rows: every row needs its person")
+            agg = s.table(bounded_sql(relation, person, groups_by, sums + means, max_groups, max_rows))
+            if keys is not None:
+                kt = dict(eng.columns(keys)) if eng.exists(keys) else None
+                if kt is None or any(c not in kt for c in groups_by):
+                    raise InputError(f"--keys {keys!r} must be a table with the group columns {', '.join(groups_by)}")
+                on = " AND ".join(f"k.{ident(c)} IS NOT DISTINCT FROM a.{ident(c)}" for c in groups_by)
+                vals = ", ".join(f"coalesce(a.{ident(c)}, 0) AS {ident(c)}"
+                                 for c in ["_adb_n"] + [f"_adb_s{i}" for i in range(len(sums + means))])
+                agg = s.table(f"SELECT {', '.join('k.' + ident(c) for c in groups_by)}, {vals} FROM "
+                              f"(SELECT DISTINCT {', '.join(ident(c) for c in groups_by)} FROM {ident(keys)}) AS k "
+                              f"LEFT JOIN {ident(agg)} AS a ON {on}")
+            cols, rows = eng.fetch_rows(f"SELECT * FROM {ident(agg)}")
+            result = add_noise(rows, len(groups_by), count, sums, means, epsilon, delta if keys is None else 0.0,
+                               max_groups, max_rows, public=keys is not None)
+            out_rows, names, scales, thr = result
+            stage = pub.stage()
+            write_rows(eng, stage, groups_by, types, names, out_rows)
+            pub.attach([stage], True, "", None)
+        pub.commit([(stage, out)])
+    spent_delta = delta if keys is None else 0.0
+    return DPResult(table=out, groups=len(out_rows), epsilon=float(epsilon), delta=float(spent_delta),
+                    seconds=time.perf_counter() - t0, columns=names, threshold=thr, scales=scales)
+
+
+def bounded_sql(relation: str, person: str, by: list[str], bounds: list[Bound], max_groups: int,
+                max_rows: int) -> str:
+    """The per-group aggregates after contribution bounding: (by..., _adb_n rows, _adb_s<i> the
+    clamped sum of each bound). A fresh salt keys the hashes that choose a person's rows and groups;
+    it lives in this statement only."""
+    salt = literal(secrets.token_hex(16))
+    p = ident(person)
+    text = lambda c: f"coalesce(CAST({ident(c)} AS VARCHAR), '\\N')"  # noqa: E731
+    gkey = " || '|' || ".join([text(person)] + [text(c) for c in by])
+    rkey = " || '|' || ".join([gkey] + [text(b.column) for b in bounds])
+    clamps = "".join(f", least(greatest(CAST({ident(b.column)} AS DOUBLE), {b.lo!r}), {b.hi!r}) AS _adb_v{i}"
+                     for i, b in enumerate(bounds))
+    keys = ", ".join(ident(c) for c in by)
+    sums = "".join(f", sum(_adb_v{i}) AS _adb_s{i}" for i in range(len(bounds)))
+    return (f"WITH r AS (SELECT {p}, {keys}{clamps}, md5({salt} || {gkey}) AS _adb_g, "
+            f"row_number() OVER (PARTITION BY md5({salt} || {gkey}) ORDER BY md5({salt} || 'r' || {rkey})) AS _adb_r "
+            f"FROM {ident(relation)}), "
+            f"kept AS (SELECT * FROM r WHERE _adb_r <= {int(max_rows)}), "
+            f"g AS (SELECT {p}, _adb_g, row_number() OVER (PARTITION BY {p} ORDER BY _adb_g) AS _adb_k "
+            f"FROM (SELECT DISTINCT {p}, _adb_g FROM kept) AS d) "
+            f"SELECT {keys}, count(*) AS _adb_n{sums} FROM kept JOIN g ON g.{p} = kept.{p} AND g._adb_g = kept._adb_g "
+            f"WHERE g._adb_k <= {int(max_groups)} GROUP BY {keys}")
+
+
+def add_noise(rows: list[tuple], nkeys: int, count: bool, sums: list[Bound], means: list[Bound], epsilon: float,
+              delta: float, max_groups: int, max_rows: int, public: bool
+              ) -> tuple[list[tuple], list[str], dict[str, float], int | None]:
+    """Noisy aggregates of ``rows`` (keys..., n, s_0, ...): (output rows, their value columns, the
+    scales, the threshold when the keys were selected). Each aggregate spends epsilon / m."""
+    bounds = sums + means
+    m = (1 if count or means or not public else 0) + len(bounds)
+    eps = epsilon / m
+    G, R = max_groups, max_rows
+    keys = [tuple(r[:nkeys]) for r in rows]
+    ns = [int(r[nkeys]) for r in rows]
+    thr = None
+    if public:
+        noisy_n, n_scale = noise.laplace(ns, G * R, eps, True)
+        kept = list(range(len(rows)))
+    else:
+        label = [json.dumps([str(x) if x is not None else None for x in k]) for k in keys]
+        released, n_scale, thr = noise.threshold(dict(zip(label, ns)), G, R, eps, delta)
+        kept = [i for i, lb in enumerate(label) if lb in released]
+        noisy_n = [released.get(lb, 0) for lb in label]
+    scales = {"count": n_scale}
+    sums_noisy = []
+    for j, b in enumerate(bounds):
+        vals = [r[nkeys + 1 + j] or 0 for r in rows]
+        if b.integer:
+            vals = [int(round(v)) for v in vals]
+        noisy, sc = noise.laplace(vals, G * R * b.reach, eps, b.integer)
+        sums_noisy.append(noisy)
+        scales[("sum_" if j < len(sums) else "mean_") + b.column] = sc
+    w = noise.INTERVAL_95
+    names: list[str] = []
+    if count:
+        names += ["count", "count_scale", "count_lo95", "count_hi95"]
+    for b in sums:
+        names += [f"sum_{b.column}", f"sum_{b.column}_scale", f"sum_{b.column}_lo95", f"sum_{b.column}_hi95"]
+    for b in means:
+        names += [f"mean_{b.column}"]
+    out = []
+    for i in kept:
+        row = list(keys[i])
+        if count:
+            row += [noisy_n[i], n_scale, noisy_n[i] - n_scale * w, noisy_n[i] + n_scale * w]
+        for j, b in enumerate(sums):
+            v, sc = sums_noisy[j][i], scales["sum_" + b.column]
+            row += [v, sc, v - sc * w, v + sc * w]
+        for j, b in enumerate(means):  # post-processing: clamped back into [lo, hi]
+            v = sums_noisy[len(sums) + j][i] / max(noisy_n[i], 1)
+            row += [min(max(v, b.lo), b.hi)]
+        out.append(tuple(row))
+    return out, names, scales, thr
+
+
+def write_rows(eng, stage: str, by: list[str], types: dict[str, str], names: list[str], rows: list[tuple]) -> None:
+    """The released rows into ``stage`` (keys with their source types, values as DOUBLE)."""
+    cols = [f"CAST(NULL AS {types[c]}) AS {ident(c)}" for c in by] + [f"CAST(NULL AS DOUBLE) AS {ident(n)}"
+                                                                       for n in names]
+    eng.create_table_as(stage, f"SELECT {', '.join(cols)} LIMIT 0")
+    for start in range(0, len(rows), 500):
+        chunk = rows[start:start + 500]
+        values = ", ".join("(" + ", ".join(literal(v) for v in r) + ")" for r in chunk)
+        eng.execute(f"INSERT INTO {ident(stage)} VALUES {values}")

@@ -1,0 +1,49 @@
+"""``anonydb dp``: differentially private counts, sums and means of a table's groups, by person
+(:mod:`anonydb.methods.dp`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Callable
+
+
+def add_parser(sub: Any, db_help: str, engine_help: str,
+               about: Callable[[str, str], dict] = lambda name, summary: {"help": summary}) -> None:
+    d = sub.add_parser("dp", **about("dp", "differentially private aggregates by person: noisy counts, sums and "
+                                           "means per group (OpenDP's noise), each with its scale and 95%% interval"))
+    d.add_argument("source", help="a table or view in --db, or a CSV/Parquet file")
+    d.add_argument("--person", required=True, metavar="COL", help="the privacy unit: each person's records together")
+    d.add_argument("--by", required=True, metavar="COLS", help="the group columns, comma-separated")
+    d.add_argument("--count", action="store_true", help="release each group's row count (the default when nothing "
+                                                        "else is asked)")
+    d.add_argument("--sum", action="append", default=[], metavar="COL:LO:HI", help="a clamped sum (repeatable)")
+    d.add_argument("--mean", action="append", default=[], metavar="COL:LO:HI", help="a clamped mean (repeatable)")
+    d.add_argument("--epsilon", type=float, required=True, help="the privacy budget this release spends")
+    d.add_argument("--delta", type=float, default=0.0,
+                   help="the chance a group only few persons hold is released (needed without --keys)")
+    d.add_argument("--keys", metavar="TABLE", help="a table of the public group keys: every key released, no threshold")
+    d.add_argument("--max-groups", type=int, default=1, metavar="G", help="groups a person counts in (default 1)")
+    d.add_argument("--max-rows", type=int, default=1, metavar="R", help="rows a person counts per group (default 1)")
+    d.add_argument("--out", required=True, help="the table of noisy aggregates")
+    d.add_argument("--replace", action="store_true", help="replace --out if it exists")
+    d.add_argument("--db", help=db_help)
+    d.add_argument("--engine", metavar="ENGINE", help=engine_help)
+    d.add_argument("--json", action="store_true", help="print what was released and spent as JSON")
+
+
+def run(args: argparse.Namespace, engine: Any) -> int:
+    from ..methods.dp import dp
+
+    try:
+        r = dp(args.source, person=args.person, by=args.by, out=args.out, epsilon=args.epsilon, delta=args.delta,
+               count=args.count or not (args.sum or args.mean), sums=args.sum, means=args.mean, keys=args.keys,
+               max_groups=args.max_groups, max_rows=args.max_rows, engine=engine, replace=args.replace)
+    finally:
+        engine.close()
+    if args.json:
+        print(json.dumps({"table": r.table, "groups": r.groups, "epsilon": r.epsilon, "delta": r.delta,
+                          "threshold": r.threshold, "scales": r.scales, "columns": r.columns}, indent=2))
+    else:
+        print(r.format())
+    return 0

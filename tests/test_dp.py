@@ -1,0 +1,153 @@
+"""Differentially private aggregates by person (issue 64, first part): OpenDP's noise against the
+exact distributions, the thresholds against OpenDP's own privacy map, contribution bounding against
+an adversarial person, and bad input refused in one line with nothing written."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+pytest.importorskip("opendp", reason="OpenDP is not installed (pip install 'anonydb[dp]')")
+
+from scipy import stats  # noqa: E402
+
+from anonydb import noise  # noqa: E402
+from anonydb.errors import InputError  # noqa: E402
+from anonydb.methods.dp import bounded_sql, dp  # noqa: E402
+
+
+def discrete_laplace_pmf(k: int, b: float) -> float:
+    """P(X = k) for the two-sided geometric with scale b: (1 - a) / (1 + a) a^|k|, a = e^(-1/b)."""
+    a = math.exp(-1 / b)
+    return (1 - a) / (1 + a) * a ** abs(k)
+
+
+def chi_square_p(draws: list[int], b: float) -> float:
+    """The chi-square test's p-value of integer draws against the discrete Laplace of scale b (tails
+    pooled beyond +-3b)."""
+    edge = int(3 * b)
+    cells = list(range(-edge, edge + 1))
+    observed = [sum(1 for d in draws if d == k) for k in cells]
+    observed = [sum(1 for d in draws if d < -edge)] + observed + [sum(1 for d in draws if d > edge)]
+    probs = [discrete_laplace_pmf(k, b) for k in cells]
+    tail = (1 - sum(probs)) / 2
+    expected = [len(draws) * p for p in [tail] + probs + [tail]]
+    return stats.chisquare(observed, expected).pvalue
+
+
+def test_integer_noise_is_the_discrete_laplace():
+    """5,000 draws at sensitivity 2 and epsilon 1 (scale 2) fit the exact pmf; the same draws read
+    as scale 1 (the noise halved, a broken mechanism's claim) do not."""
+    draws, scale = noise.laplace([0] * 5000, 2, 1.0, True)
+    assert scale == 2.0
+    assert chi_square_p(draws, 2.0) > 1e-4
+    assert chi_square_p(draws, 1.0) < 1e-6
+
+
+def test_real_noise_is_the_laplace():
+    """Real sums get Laplace noise of scale sensitivity / epsilon (KS test against its cdf)."""
+    draws, scale = noise.laplace([0.0] * 4000, 2.5, 0.5, False)
+    assert scale == pytest.approx(5.0, rel=1e-9)
+    assert stats.kstest(draws, stats.laplace(scale=5.0).cdf).pvalue > 1e-4
+    assert stats.kstest(draws, stats.laplace(scale=2.5).cdf).pvalue < 1e-6
+
+
+@pytest.mark.parametrize("groups,rows,epsilon,delta", [(1, 1, 1.0, 1e-6), (3, 2, 0.5, 1e-8), (10, 1, 2.0, 1e-5)])
+def test_threshold_is_the_least_opendp_allows(groups, rows, epsilon, delta):
+    """The threshold is the least whose delta, by OpenDP's own privacy map, fits; one below does not."""
+    import opendp.prelude as odp
+
+    odp.enable_features("contrib")
+    _, scale, t = noise.threshold({"a": 5}, groups, rows, epsilon, delta)
+    space = (odp.map_domain(odp.atom_domain(T=str), odp.atom_domain(T="i64")),
+             odp.l01inf_distance(odp.absolute_distance(T="i64")))
+    d_in = (groups, groups * rows, rows)
+    eps, dl = odp.m.make_laplace_threshold(*space, scale=scale, threshold=t).map(d_in)
+    assert eps <= epsilon and dl <= delta
+    if t > rows:
+        assert odp.m.make_laplace_threshold(*space, scale=scale, threshold=t - 1).map(d_in)[1] > delta
+
+
+def visits(engine, adversary_groups: int = 0):
+    """50 persons with 4 visits each in 4 groups, and one adversary with 5 visits in each of
+    ``adversary_groups`` groups of their own."""
+    rows = [(p, f"g{(p + i) % 4}", 10.0 * i) for p in range(50) for i in range(4)]
+    rows += [(999, f"a{g}", 1000.0) for g in range(adversary_groups) for _ in range(5)]
+    engine.execute("DROP TABLE IF EXISTS v")
+    engine.execute("CREATE TABLE v (pid INTEGER, grp VARCHAR, cost DOUBLE)")
+    engine.execute("INSERT INTO v VALUES " + ", ".join(f"({p}, '{g}', {c})" for p, g, c in rows))
+
+
+@pytest.mark.parametrize("G,R", [(1, 1), (3, 2)])
+def test_an_adversary_in_1000_groups_counts_in_at_most_G(engine, G, R):
+    from anonydb.methods.dp import Bound
+
+    visits(engine, adversary_groups=1000)
+    _, rows = engine.fetch_rows(bounded_sql("v", "pid", ["grp"], [Bound("cost", 0, 100)], G, R))
+    theirs = {g: (n, s) for g, n, s in rows if g.startswith("a")}
+    assert len(theirs) <= G and all(n <= R for n, _ in theirs.values())
+    assert all(s <= R * 100 for _, s in theirs.values())  # clamped to hi
+    ours = {g: n for g, n, _ in rows if g.startswith("g")}
+    assert sum(ours.values()) <= 50 * G * R and all(n <= 50 * R for n in ours.values())
+
+
+def test_public_keys_are_all_released(engine):
+    visits(engine)
+    engine.execute("CREATE TABLE keys AS SELECT * FROM (VALUES ('g0'), ('g1'), ('g2'), ('g3'), ('never')) AS t(grp)")
+    r = dp("v", person="pid", by="grp", out="o", epsilon=1.0, keys="keys", sums=["cost:0:40"], engine=engine)
+    got = engine.fetch_rows("SELECT grp, count_scale, sum_cost_scale FROM o ORDER BY grp")[1]
+    assert [g for g, *_ in got] == ["g0", "g1", "g2", "g3", "never"] and r.delta == 0
+    # two aggregates split epsilon 1: the count's L1 sensitivity 1 at 0.5, the sum's 40 at 0.5
+    assert {(c, s) for _, c, s in got} == {(2.0, 80.0)}
+
+
+@pytest.mark.parametrize("kw,message", [
+    (dict(epsilon=0), "epsilon must be a positive number"),
+    (dict(epsilon=-1), "epsilon must be a positive number"),
+    (dict(person="nobody"), "no column 'nobody'"),
+    (dict(sums=["cost:50:10"]), "LO 50 is above HI 10"),
+    (dict(sums=["cost"]), "unbounded sum"),
+    (dict(delta=0.0), "needs delta > 0"),
+    (dict(max_groups=0), "max_groups must be a positive integer"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(engine, kw, message):
+    visits(engine)
+    args = {**dict(person="pid", by="grp", out="o", epsilon=1.0, delta=1e-6, engine=engine), **kw}
+    with pytest.raises(InputError, match=message) as e:
+        dp("v", **args)
+    assert "\n" not in str(e.value) and not engine.exists("o")
+
+
+def epsilon_lower_bound(a: list[float], b: list[float], cut: float) -> float:
+    """An empirical lower bound on epsilon from outputs on two neighbouring tables [Jagielski et al.
+    2020, "Auditing differentially private machine learning"]: with the event S = {output >= cut},
+    ln(P_b(S) / P_a(S)) with each probability at its 99.9% Clopper-Pearson bound against the claim."""
+    from scipy.stats import beta
+
+    def cp(k: int, n: int, lower: bool) -> float:
+        return beta.ppf(0.0005, k, n - k + 1) if lower else beta.ppf(0.9995, k + 1, n - k)
+
+    ka, kb = sum(1 for x in a if x >= cut), sum(1 for x in b if x >= cut)
+    return math.log(cp(kb, len(b), True) / cp(ka, len(a), False))
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["as-built", "noise-halved"])
+def test_privacy_audit_of_the_count(monkeypatch, broken):
+    """The count of one group on neighbouring tables (the second has one more person, G = R = 1),
+    released 20,000 times each through the same noise step `dp` uses (public keys: every group
+    gets its own draw). The audited lower bound stays below the claimed epsilon = 1; with the noise
+    halved (a broken mechanism claiming the same epsilon) it exceeds it."""
+    from anonydb.methods import dp as dpmod
+
+    if broken:
+        real = noise.scale_for
+        monkeypatch.setattr(noise, "scale_for", lambda *a, **k: real(*a, **k) / 2)
+    n, draws = 100, 20_000
+    outs = []
+    for count in (n, n + 1):
+        rows = [(f"g{i}", count) for i in range(draws)]
+        released, *_ = dpmod.add_noise(rows, 1, True, [], [], 1.0, 0.0, 1, 1, public=True)
+        outs.append([r[1] for r in released])
+    bound = epsilon_lower_bound(outs[0], outs[1], n + 1)
+    assert (bound > 1.0) if broken else (bound < 1.0), bound
