@@ -151,3 +151,52 @@ def test_privacy_audit_of_the_count(monkeypatch, broken):
         outs.append([r[1] for r in released])
     bound = epsilon_lower_bound(outs[0], outs[1], n + 1)
     assert (bound > 1.0) if broken else (bound < 1.0), bound
+
+
+def test_a_budget_refuses_the_release_that_would_pass_it(engine):
+    """Series budget 1: releases of 0.4 and 0.4 are written, each an entry of the ledger with what it
+    spent; a third 0.4 is refused in one line and nothing is written (table and ledger unchanged).
+    Another series of the same source shares the budget (basic composition by source too)."""
+    from anonydb.release import ledger
+
+    visits(engine)
+    kw = dict(person="pid", by="grp", epsilon=0.4, delta=1e-6, engine=engine, budget=1.0, series="monthly")
+    first = dp("v", out="m1", **kw)
+    second = dp("v", out="m2", **kw)
+    assert (first.left, second.left) == (0.6, 0.2)
+    before = engine.fetch_rows("SELECT * FROM m2")[1]
+    for out, series in (("m3", "monthly"), ("m4", "other")):
+        with pytest.raises(InputError, match="would pass it; nothing was written") as e:
+            dp("v", **{**kw, "out": out, "series": series})
+        assert "\n" not in str(e.value) and not engine.exists(out)
+    assert engine.fetch_rows("SELECT * FROM m2")[1] == before
+    spent = [(e["series"], e["mode"], e["achieved"]) for e in ledger.entries(engine, dp=True)]
+    assert spent == [("monthly", "dp", '{"dp": {"epsilon": 0.4, "delta": 1e-06}}')] * 2
+    assert ledger.dp_spent(engine, "monthly", "v") == (0.8, 2e-06)
+    assert ledger.entries(engine) == []  # the syntactic releases' logic never reads them
+
+
+def test_releases_lists_what_each_release_promises(tmp_path, capsys, monkeypatch):
+    """A database with a k-anonymous release and a DP release of the same persons: `anonydb
+    releases` lists both, the DP one with its (epsilon, delta) and the budget left."""
+    import duckdb
+
+    from anonydb.workflow.cli import main
+
+    db = str(tmp_path / "w.duckdb")
+    con = duckdb.connect(db)
+    con.execute("CREATE TABLE v AS SELECT CAST(i % 300 AS INTEGER) AS pid, CAST(20 + i % 50 AS INTEGER) AS age, "
+                "'g' || CAST(i % 3 AS VARCHAR) AS grp FROM range(900) t(i)")
+    con.close()
+    monkeypatch.setenv("ANONYDB_SECRET", "a publisher's secret for this test only")
+    assert main(["anonymize", "v", "--db", db, "--qi", "age", "--k", "5", "--person", "pid", "--out", "rel",
+                 "--quiet"]) == 0
+    assert main(["dp", "v", "--db", db, "--person", "pid", "--by", "grp", "--epsilon", "0.5", "--delta", "1e-6",
+                 "--budget", "2", "--out", "stats"]) == 0
+    capsys.readouterr()
+    assert main(["releases", "--db", db]) == 0
+    shown = capsys.readouterr().out
+    assert "promises: (0.5, 1e-06)-differential privacy for every person of 'pid'" in shown
+    assert "budget 2.0, 1.5 left after it" in shown
+    lines = [x.split() for x in shown.splitlines() if x.strip()[:1].isdigit()]
+    assert [(x[2], x[4], x[5]) for x in lines] == [("rel", "mondrian", "intersection"), ("stats", "dp", "dp")]

@@ -27,11 +27,13 @@ import math
 import secrets
 import time
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Iterable
 
 from .. import noise
 from ..engines import connect
 from ..errors import InputError
+from ..release import ledger
 from ..release.publish import Publication
 from ..schema import is_numeric_type, split_list
 from ..sources import open_source
@@ -87,6 +89,8 @@ class DPResult:
     columns: list[str] = field(default_factory=list)
     threshold: int | None = None
     scales: dict[str, float] = field(default_factory=dict)
+    series: str = ""
+    left: float | None = None  # the series' budget left, when it has one
 
     def format(self) -> str:
         sel = (f"; group keys not public: released where the noisy count reaches {self.threshold}"
@@ -95,18 +99,26 @@ class DPResult:
                  f"({self.seconds:.2f} s)",
                  f"  spent: epsilon {self.epsilon:g}, delta {self.delta:g}{sel}",
                  "  noise scales: " + ", ".join(f"{k} {v:g}" for k, v in self.scales.items())]
+        if self.left is not None:
+            lines.append(f"  budget of series {self.series!r}: epsilon {self.left:g} left")
         return "\n".join(lines)
 
 
 def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: float, delta: float = 0.0,
        count: bool = True, sums: Iterable[Any] = (), means: Iterable[Any] = (), keys: str | None = None,
-       max_groups: int = 1, max_rows: int = 1, engine: Any = None, replace: bool = False) -> DPResult:
+       max_groups: int = 1, max_rows: int = 1, engine: Any = None, replace: bool = False,
+       series: str | None = None, budget: float | None = None) -> DPResult:
     """Release the groups of ``source`` by ``by`` with (epsilon, delta)-DP aggregates, by person.
 
     ``count``: the number of rows per group (after bounding); ``sums`` / ``means``: columns with
     bounds, each ``"col:lo:hi"`` or (col, lo, hi). ``keys``: a table of the public group keys
     (columns ``by``); without it the keys come from the data and need ``delta`` > 0. Each output
-    column comes with its noise scale and a 95% interval (``_lo95``, ``_hi95``)."""
+    column comes with its noise scale and a 95% interval (``_lo95``, ``_hi95``).
+
+    Every release is an entry of the database's ledger (mode ``dp``: the epsilon and delta spent,
+    the bounds). ``budget``: the epsilon the releases of ``series`` (default: ``out``) and of
+    ``source`` may spend in all (basic composition: their epsilons add up); a release that would
+    pass it is refused in one line and nothing is written."""
     t0 = time.perf_counter()
     eng = connect(engine)
     groups_by = split_list(by, "group columns")
@@ -121,6 +133,9 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
             raise InputError(f"{name} must be a positive integer, got {v!r}")
     if not (count or sums or means):
         raise InputError("nothing to release: ask for --count, --sum or --mean")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
+                               or not math.isfinite(budget) or budget <= 0):
+        raise InputError(f"budget must be a positive number, got {budget!r}")
     if keys is None and delta <= 0:
         raise InputError("group keys that are not public are released only above a noisy threshold, which needs "
                          "delta > 0 (--delta); or give the public keys (--keys TABLE)")
@@ -155,10 +170,29 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
             stage = pub.stage()
             write_rows(eng, stage, groups_by, types, names, out_rows)
             pub.attach([stage], True, "", None)
-        pub.commit([(stage, out)])
-    spent_delta = delta if keys is None else 0.0
+        spent_delta = delta if keys is None else 0.0
+        name = series or out
+        before, _ = ledger.dp_spent(eng, name, str(source))
+        left = None
+        if budget is not None:
+            left = Fraction(str(float(budget))) - Fraction(str(before)) - Fraction(str(float(epsilon)))
+            if left < 0:
+                raise InputError(f"the budget of series {name!r} is epsilon {budget:g}, {before:g} of it spent: this "
+                                 f"release's {float(epsilon):g} would pass it; nothing was written")
+        models = {"epsilon": float(epsilon), "delta": spent_delta, "mechanism": "laplace (OpenDP)",
+                  "count": bool(count), "sums": [vars(b) for b in sums], "means": [vars(b) for b in means],
+                  "max_groups": max_groups, "max_rows": max_rows, "threshold": thr, "budget": budget,
+                  "left": None if left is None else float(left)}
+        entry = {"series": name, "source": str(source), "method": "dp", "tables": json.dumps([out]), "spec": "",
+                 "columns": json.dumps({c: "group" for c in groups_by}, sort_keys=True),
+                 "models": json.dumps(models, sort_keys=True),
+                 "achieved": json.dumps({"dp": {"epsilon": float(epsilon), "delta": spent_delta}}),
+                 "tracked": person, "tracked_kind": "person", "rows": len(out_rows), "groups": len(out_rows)}
+        have = ledger.present(eng)
+        pub.commit([(stage, out)], entry=lambda: ledger.write_dp(eng, have, entry))
     return DPResult(table=out, groups=len(out_rows), epsilon=float(epsilon), delta=float(spent_delta),
-                    seconds=time.perf_counter() - t0, columns=names, threshold=thr, scales=scales)
+                    seconds=time.perf_counter() - t0, columns=names, threshold=thr, scales=scales, series=name,
+                    left=None if left is None else float(left))
 
 
 def bounded_sql(relation: str, person: str, by: list[str], bounds: list[Bound], max_groups: int,

@@ -48,6 +48,10 @@ MODES = ("intersection", "insert-only", "m-invariance")
 #: the mode of a ledger row that is no tracked release: a person-level release written without the
 #: publisher's secret (or with --untracked), and an entry dropped on request (its tombstone)
 UNTRACKED, DROPPED = "untracked", "dropped"
+#: the mode of a differentially private release's entry: no fingerprints (the guarantee holds for
+#: any person, listed or not), the epsilon and delta it spent in ``achieved``; read only by the budget
+#: (:func:`dp_spent`) and ``anonydb releases``, never composed with the syntactic releases' members
+DP = "dp"
 
 _ENTRY = [("id", "BIGINT"), ("series", "VARCHAR"), ("created", "VARCHAR"), ("source", "VARCHAR"),
           ("method", "VARCHAR"), ("tables", "VARCHAR"), ("spec_sha256", "VARCHAR"), ("spec", "VARCHAR"),
@@ -151,15 +155,40 @@ def _has(eng: Engine, table: str, schema: str) -> bool:
         return False
 
 
-def entries(eng: Engine, where: str = "", schema: str | None = None, dropped: bool = False) -> list[dict[str, Any]]:
+def entries(eng: Engine, where: str = "", schema: str | None = None, dropped: bool = False,
+            dp: bool = False) -> list[dict[str, Any]]:
     """The ledger's rows (oldest first), as dicts; [] when the database has no ledger. ``dropped``:
-    with the tombstones of entries dropped on request (they keep the chain of checksums)."""
+    with the tombstones of entries dropped on request (they keep the chain of checksums); ``dp``:
+    with the differentially private releases' entries (the syntactic releases' logic never reads
+    them)."""
     if not exists(eng, schema):
         return []
     names, rows = eng.fetch_rows(f"SELECT {', '.join(ident(c) for c, _ in _ENTRY)} FROM {q(LEDGER, schema)} "
                                  f"{where} ORDER BY {ident('id')}")
     out = [dict(zip([c for c, _ in _ENTRY], r)) for r in rows]
-    return out if dropped else [e for e in out if e["mode"] != DROPPED]
+    return [e for e in out if (dropped or e["mode"] != DROPPED) and (dp or e["mode"] != DP)]
+
+
+def dp_spent(eng: Engine, series: str, source: str, schema: str | None = None) -> tuple[float, float]:
+    """(epsilon, delta) spent by the differentially private releases of ``series`` or of ``source``
+    (basic composition: they add up)."""
+    eps = dl = 0.0
+    for e in entries(eng, schema=schema, dp=True):
+        if e["mode"] == DP and (e["series"] == series or e["source"] == source):
+            a = json.loads(e["achieved"] or "{}").get("dp", {})
+            eps, dl = eps + float(a.get("epsilon", 0)), dl + float(a.get("delta", 0))
+    return eps, dl
+
+
+def write_dp(eng: Engine, have: set[str], entry: dict[str, Any], schema: str | None = None) -> int:
+    """Insert a differentially private release's entry (inside the swap's transaction); its id."""
+    _create(eng, schema, have)
+    rid = int(eng.scalar("SELECT 1 + greatest(" + ", ".join(
+        f"(SELECT COALESCE(max({ident('id' if x == LEDGER else 'release_id')}), 0) FROM {q(x, schema)})"
+        for x in TABLES) + ")"))
+    _insert(eng, schema, {"id": rid, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                          "mode": DP, "members": 0, "counterfeits": 0, **entry})
+    return rid
 
 
 def outputs_of(e: dict[str, Any]) -> list[str]:
@@ -218,7 +247,7 @@ def problems(eng: Engine, rows: list[dict[str, Any]], secret: bytes | None = Non
     ids = {int(e["id"]) for e in rows}
     last: dict[str, str | None] = {}
     for e in rows:
-        if e["mode"] == UNTRACKED:
+        if e["mode"] in (UNTRACKED, DP):
             continue
         sid = e["secret_id"] or ""
         if e["prev"] != last.get(sid) and e["mode"] != DROPPED:  # a tombstone only carries the link on
@@ -566,5 +595,5 @@ def drop(eng: Engine, ids: Iterable[int], schema: str | None = None) -> list[int
     return gone
 
 
-__all__ = ["LEDGER", "MODES", "UNTRACKED", "DROPPED", "q", "Tracking", "chain", "current", "drop", "entries", "outputs_of",
+__all__ = ["LEDGER", "MODES", "UNTRACKED", "DROPPED", "DP", "dp_spent", "write_dp", "q", "Tracking", "chain", "current", "drop", "entries", "outputs_of",
            "problems", "scope", "stage_members", "tracking", "write"]

@@ -557,8 +557,10 @@ class Publication:
             elif prev is None or prev is True:
                 self.staged[st] = report
 
-    def commit(self, pairs: list[tuple[str, str]], as_view: bool = False, view: tuple[str, str] | None = None) -> None:
-        """Swap the verified stages into their targets in one transaction."""
+    def commit(self, pairs: list[tuple[str, str]], as_view: bool = False, view: tuple[str, str] | None = None,
+               entry: Any = None) -> None:
+        """Swap the verified stages into their targets in one transaction; ``entry``: called inside
+        it, last (a differentially private release's ledger entry: both or neither)."""
         events.phase("writing", table=", ".join(out for _, out in pairs))
         unverified = [st for st, _ in pairs if self.staged.get(st) is None]
         if unverified:
@@ -581,6 +583,8 @@ class Publication:
 
             def then() -> None:
                 t.staged["id"] = ledger.write(self.eng, t, outs, rows, report)
+        if entry is not None:
+            then = entry
         plan = _EXPORTS.get()
         files = [(name, plan[0][name]) for name in [out for _, out in pairs] + ([view[0]] if view else [])
                  if plan is not None and name in plan[0]]

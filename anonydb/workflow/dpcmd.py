@@ -25,6 +25,9 @@ def add_parser(sub: Any, db_help: str, engine_help: str,
     d.add_argument("--keys", metavar="TABLE", help="a table of the public group keys: every key released, no threshold")
     d.add_argument("--max-groups", type=int, default=1, metavar="G", help="groups a person counts in (default 1)")
     d.add_argument("--max-rows", type=int, default=1, metavar="R", help="rows a person counts per group (default 1)")
+    d.add_argument("--budget", type=float, metavar="E", help="the epsilon the releases of --series (and of the source) "
+                                                                "may spend in all; a release past it is refused")
+    d.add_argument("--series", metavar="NAME", help="the releases that share --budget (default: --out)")
     d.add_argument("--out", required=True, help="the table of noisy aggregates")
     d.add_argument("--replace", action="store_true", help="replace --out if it exists")
     d.add_argument("--db", help=db_help)
@@ -38,7 +41,8 @@ def run(args: argparse.Namespace, engine: Any) -> int:
     try:
         r = dp(args.source, person=args.person, by=args.by, out=args.out, epsilon=args.epsilon, delta=args.delta,
                count=args.count or not (args.sum or args.mean), sums=args.sum, means=args.mean, keys=args.keys,
-               max_groups=args.max_groups, max_rows=args.max_rows, engine=engine, replace=args.replace)
+               max_groups=args.max_groups, max_rows=args.max_rows, engine=engine, replace=args.replace,
+               series=args.series, budget=args.budget)
     finally:
         engine.close()
     if args.json:

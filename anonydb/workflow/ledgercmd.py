@@ -86,7 +86,7 @@ def releases(args: argparse.Namespace, engine: Any) -> int:
             gone = ledger.drop(engine, args.drop, args.ledger_schema)
             print(f"dropped ledger release(s) {', '.join(map(str, gone))} (the released tables stay)")
             return 0
-        every = ledger.entries(engine, schema=args.ledger_schema, dropped=True)
+        every = ledger.entries(engine, schema=args.ledger_schema, dropped=True, dp=True)
         bad = ledger.problems(engine, every, secret, args.ledger_schema) if ledger.present(engine, args.ledger_schema) \
             else {}
         rows = [r for r in every if r["mode"] != ledger.DROPPED]
@@ -95,7 +95,7 @@ def releases(args: argparse.Namespace, engine: Any) -> int:
     finally:
         engine.close()
     for r in rows:
-        r["state"] = bad.get(int(r["id"]), "untracked" if r["mode"] == ledger.UNTRACKED else
+        r["state"] = bad.get(int(r["id"]), "untracked" if r["mode"] == ledger.UNTRACKED else "dp" if r["mode"] == ledger.DP else
                              "ok" if secret is not None else "linked (checksum not verified: no secret)")
     orphans = {i: why for i, why in bad.items() if i not in {int(r["id"]) for r in every}}
     if args.json:
@@ -116,7 +116,9 @@ def releases(args: argparse.Namespace, engine: Any) -> int:
         if ach:
             print("        achieved: " + "; ".join(f"{m}: {', '.join(f'{k}={v}' for k, v in a.items())}"
                                             for m, a in ach.items()))
-        if r["state"] not in ("ok", "untracked") and not r["state"].startswith("linked"):
+        if r["mode"] == ledger.DP:
+            print("        promises: " + _dp_promise(r))
+        if r["state"] not in ("ok", "untracked", "dp") and not r["state"].startswith("linked"):
             print(f"        PROBLEM: release {r['id']} {r['state']}")
     for i, why in sorted(orphans.items()):
         print(f"   PROBLEM: release {i} {why}")
@@ -125,6 +127,18 @@ def releases(args: argparse.Namespace, engine: Any) -> int:
                                                    f"{len(bad)} problem(s); restore the ledger or drop the entries"))
         return 1 if bad else 0
     return 0
+
+
+def _dp_promise(r: dict) -> str:
+    """What a differentially private entry promises, and its series' budget."""
+    import json
+
+    m = json.loads(r["models"] or "{}")
+    said = (f"({m.get('epsilon')}, {m.get('delta')})-differential privacy for every person of {r['tracked']!r} "
+            f"(at most {m.get('max_groups')} groups and {m.get('max_rows')} rows each)")
+    if m.get("budget") is not None:
+        said += f"; budget {m['budget']}, {m.get('left')} left after it"
+    return said
 
 
 def _short(source: str) -> str:
