@@ -200,3 +200,47 @@ def test_releases_lists_what_each_release_promises(tmp_path, capsys, monkeypatch
     assert "budget 2.0, 1.5 left after it" in shown
     lines = [x.split() for x in shown.splitlines() if x.strip()[:1].isdigit()]
     assert [(x[2], x[4], x[5]) for x in lines] == [("rel", "mondrian", "intersection"), ("stats", "dp", "dp")]
+
+
+def test_the_query_form_reads_keys_and_bounded_aggregates():
+    from anonydb.methods.dp import Bound, from_query
+
+    got = from_query("SELECT grp, month, count(*), avg(least(greatest(cost, 0), 500)), sum(greatest(least(n, 9), 1)) "
+                     "FROM visits GROUP BY ALL")
+    assert got == dict(source="visits", by=["grp", "month"], count=True, sums=[Bound("n", 1.0, 9.0)],
+                       means=[Bound("cost", 0.0, 500.0)])
+    assert from_query("SELECT grp, sum(cost) FROM v GROUP BY grp", ["cost:0:10"])["sums"] == [Bound("cost", 0.0, 10.0)]
+
+
+@pytest.mark.parametrize("query,message", [
+    ("SELECT grp, sum(cost) FROM v GROUP BY grp", "unbounded sum"),
+    ("SELECT grp, avg(cost) FROM v GROUP BY grp", "unbounded mean"),
+    ("SELECT v.grp, count(*) FROM v JOIN w ON v.grp = w.grp GROUP BY v.grp", "has a join"),
+    ("SELECT grp, count(*) OVER () FROM v", "has a window"),
+    ("SELECT grp, max(cost) FROM v GROUP BY grp", "not a group key, count"),
+    ("SELECT grp, count(*) FROM v", "GROUP BY its key columns"),
+    ("SELECT grp, count(*) FROM (SELECT * FROM v) AS s GROUP BY grp", "subquery"),
+])
+def test_the_query_form_refuses_what_it_cannot_bound(query, message):
+    from anonydb.methods.dp import from_query
+
+    with pytest.raises(InputError, match=message) as e:
+        from_query(query)
+    assert "\n" not in str(e.value)
+
+
+def test_the_query_form_on_the_command_line(engine, tmp_path, capsys):
+    import duckdb
+
+    from anonydb.workflow.cli import main
+
+    db = str(tmp_path / "w.duckdb")
+    con = duckdb.connect(db)
+    con.execute("CREATE TABLE v AS SELECT CAST(i % 300 AS INTEGER) AS pid, 'g' || CAST(i % 3 AS VARCHAR) AS grp, "
+                "CAST(i % 70 AS DOUBLE) AS cost FROM range(900) t(i)")
+    con.close()
+    assert main(["dp", "--query", "SELECT grp, count(*), avg(least(greatest(cost, 0), 50)) FROM v GROUP BY ALL",
+                 "--db", db, "--person", "pid", "--epsilon", "1", "--delta", "1e-6", "--out", "q"]) == 0
+    assert "noise scales: count 2, mean_cost 100" in capsys.readouterr().out
+    assert main(["dp", "v", "--query", "SELECT grp, count(*) FROM v GROUP BY ALL", "--db", db, "--person", "pid",
+                 "--epsilon", "1", "--delta", "1e-6", "--out", "q2"]) == 2

@@ -280,3 +280,76 @@ def write_rows(eng, stage: str, by: list[str], types: dict[str, str], names: lis
         chunk = rows[start:start + 500]
         values = ", ".join("(" + ", ".join(literal(v) for v in r) + ")" for r in chunk)
         eng.execute(f"INSERT INTO {ident(stage)} VALUES {values}")
+
+
+def from_query(query: str, bounds: Iterable[Any] = ()) -> dict[str, Any]:
+    """The arguments of :func:`dp` read from an aggregate query (sqlglot, DuckDB's dialect):
+    ``SELECT keys..., count(*), sum(x), avg(x) FROM table GROUP BY keys`` (or ``GROUP BY ALL``).
+    A sum or mean is bounded by a clamp in the query (``least(greatest(x, LO), HI)``) or by
+    ``bounds`` ("x:LO:HI"). Refused in one line: a join, a subquery, a window, a WHERE on anything
+    (it would be a filter the bounds do not see: filter into a view first), DISTINCT, HAVING, and an
+    aggregate other than count(*), sum and avg, or a sum without bounds."""
+    import sqlglot
+    from sqlglot import exp
+
+    given = {b.column: b for b in (Bound.parse(x, "sum") for x in bounds)}
+    try:
+        tree = sqlglot.parse_one(query, read="duckdb")
+    except sqlglot.errors.ParseError as e:
+        raise InputError(f"--query does not parse: {str(e).splitlines()[0]}") from None
+    if not isinstance(tree, exp.Select):
+        raise InputError("--query must be one SELECT ... GROUP BY")
+    why = ("a join" if tree.args.get("joins") else "a window" if tree.find(exp.Window) else
+           "a subquery" if tree.find(exp.Subquery) or len(list(tree.find_all(exp.Select))) > 1 else
+           "HAVING" if tree.args.get("having") else "a WHERE clause" if tree.args.get("where") else
+           "DISTINCT" if tree.args.get("distinct") else "a WITH clause" if tree.args.get("with") else None)
+    if why:
+        raise InputError(f"--query has {why}, which the rewrite cannot make differentially private; "
+                         f"aggregate one table or view by person")
+    tables = list(tree.find_all(exp.Table))
+    if len(tables) != 1:
+        raise InputError("--query must read one table")
+    keys, count, sums, means = [], False, [], []
+    for item in tree.expressions:
+        e = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(e, exp.Column):
+            keys.append(e.name)
+        elif isinstance(e, exp.Count) and isinstance(e.this, exp.Star):
+            count = True
+        elif isinstance(e, (exp.Sum, exp.Avg)):
+            b = _bounded(e.this, given)
+            if b is None:
+                raise InputError(f"--query: {e.sql('duckdb')} is an unbounded {'sum' if isinstance(e, exp.Sum) else 'mean'}"
+                                 f"; clamp it (least(greatest(x, LO), HI)) or give --sum x:LO:HI")
+            (sums if isinstance(e, exp.Sum) else means).append(b)
+        else:
+            raise InputError(f"--query: {e.sql('duckdb')} is not a group key, count(*), sum or avg")
+    group = tree.args.get("group")
+    named = [g.name for g in group.expressions if isinstance(g, exp.Column)] if group else []
+    if group is None or (named and sorted(named) != sorted(keys)) or (not named and not group.args.get("all")):
+        raise InputError("--query must GROUP BY its key columns (or GROUP BY ALL)")
+    return dict(source=tables[0].name, by=keys, count=count, sums=sums, means=means)
+
+
+def _bounded(e: Any, given: dict[str, Bound]) -> Bound | None:
+    """A clamped column least(greatest(x, lo), hi) (either nesting) as a Bound, or a column with bounds given."""
+    from sqlglot import exp
+
+    if isinstance(e, exp.Column):
+        return given.get(e.name)
+    lo = hi = None
+    col = None
+    while isinstance(e, (exp.Least, exp.Greatest)) and len(e.expressions) == 1:
+        other = e.expressions[0]
+        if not isinstance(other, exp.Literal) or other.is_string:
+            return None
+        if isinstance(e, exp.Least):
+            hi = float(other.this)
+        else:
+            lo = float(other.this)
+        e = e.this
+    if isinstance(e, exp.Column):
+        col = e.name
+    if col is None or lo is None or hi is None:
+        return None
+    return Bound.parse((col, lo, hi), "sum")

@@ -12,9 +12,12 @@ def add_parser(sub: Any, db_help: str, engine_help: str,
                about: Callable[[str, str], dict] = lambda name, summary: {"help": summary}) -> None:
     d = sub.add_parser("dp", **about("dp", "differentially private aggregates by person: noisy counts, sums and "
                                            "means per group (OpenDP's noise), each with its scale and 95%% interval"))
-    d.add_argument("source", help="a table or view in --db, or a CSV/Parquet file")
+    d.add_argument("source", nargs="?", help="a table or view in --db, or a CSV/Parquet file (or give --query)")
+    d.add_argument("--query", metavar="SQL", help="an aggregate query instead: SELECT keys, count(*), sum(x), avg(x) "
+                                                  "FROM t GROUP BY ALL (sums and means clamped in it, or bounded by "
+                                                  "--sum x:LO:HI)")
     d.add_argument("--person", required=True, metavar="COL", help="the privacy unit: each person's records together")
-    d.add_argument("--by", required=True, metavar="COLS", help="the group columns, comma-separated")
+    d.add_argument("--by", metavar="COLS", help="the group columns, comma-separated")
     d.add_argument("--count", action="store_true", help="release each group's row count (the default when nothing "
                                                         "else is asked)")
     d.add_argument("--sum", action="append", default=[], metavar="COL:LO:HI", help="a clamped sum (repeatable)")
@@ -36,13 +39,23 @@ def add_parser(sub: Any, db_help: str, engine_help: str,
 
 
 def run(args: argparse.Namespace, engine: Any) -> int:
-    from ..methods.dp import dp
+    from ..errors import InputError
+    from ..methods.dp import dp, from_query
 
     try:
-        r = dp(args.source, person=args.person, by=args.by, out=args.out, epsilon=args.epsilon, delta=args.delta,
-               count=args.count or not (args.sum or args.mean), sums=args.sum, means=args.mean, keys=args.keys,
-               max_groups=args.max_groups, max_rows=args.max_rows, engine=engine, replace=args.replace,
-               series=args.series, budget=args.budget)
+        if args.query:
+            if args.source or args.by or args.mean or args.count:
+                raise InputError("--query names the source, keys and aggregates: give it without SOURCE, --by, "
+                                 "--count or --mean (--sum only bounds its sums and means)")
+            what = from_query(args.query, args.sum)
+        elif not args.source or not args.by:
+            raise InputError("give SOURCE and --by, or --query")
+        else:
+            what = dict(source=args.source, by=args.by, count=args.count or not (args.sum or args.mean),
+                        sums=args.sum, means=args.mean)
+        r = dp(what.pop("source"), person=args.person, out=args.out, epsilon=args.epsilon, delta=args.delta,
+               keys=args.keys, max_groups=args.max_groups, max_rows=args.max_rows, engine=engine,
+               replace=args.replace, series=args.series, budget=args.budget, **what)
     finally:
         engine.close()
     if args.json:
