@@ -40,7 +40,8 @@ SUITES = {
     "checks": ["tests/test_spark.py", "-k", "census_same_report or nulls_same_report or k_values_by_hand "
                                             "or dialect_functions"],
     "methods": ["tests/test_spark_methods.py", "-k", "generalize_same or fulldomain_small or mondrian_small "
-                                                     "or anatomy_small or refused_and_failed or census_same"],
+                                                     "or anatomy_small or refused_and_failed or census_same "
+                                                     "or fragment_plan_same"],
     "persons (person, varying, linked)": ["tests/test_person_spark.py", "-k", "person_steps_on_workers"],
     "sql script (dbt generic tests)": ["tests/test_dbt_spark.py"],
 }
