@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .errors import InputError
+from .errors import AnonyDBError, InputError
 
 #: Laplace: P(|X| > b ln 20) = 1/20
 INTERVAL_95 = math.log(20)
@@ -55,11 +55,14 @@ def scale_for(sensitivity: float, epsilon: float, integer: bool) -> float:
 
 def laplace(values: list, sensitivity: float, epsilon: float, integer: bool) -> tuple[list, float]:
     """``values`` with Laplace noise (discrete for integers) spending ``epsilon``; and its scale."""
-    if not values:
-        return [], scale_for(sensitivity, epsilon, integer)
     scale = scale_for(sensitivity, epsilon, integer)
-    m = _measurement(integer, scale)
-    return list(m([int(v) for v in values] if integer else [float(v) for v in values])), scale
+    if not values:
+        return [], scale
+    try:
+        return list(_measurement(integer, scale)([int(v) for v in values] if integer else
+                                                 [float(v) for v in values])), scale
+    except Exception as e:  # noqa: BLE001 - OpenDP's errors (an aggregate past 64-bit integers): one line
+        raise AnonyDBError(f"OpenDP could not add the noise: {str(e).strip().splitlines()[-1][:200]}") from None
 
 
 def threshold(counts: dict[str, int], groups: int, rows: int, epsilon: float, delta: float
