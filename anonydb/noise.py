@@ -19,7 +19,7 @@ key only one person holds appears with probability at most delta.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 from .errors import AnonyDBError, InputError
 
@@ -65,16 +65,15 @@ def laplace(values: list, sensitivity: float, epsilon: float, integer: bool) -> 
         raise AnonyDBError(f"OpenDP could not add the noise: {str(e).strip().splitlines()[-1][:200]}") from None
 
 
-def threshold(counts: dict[str, int], groups: int, rows: int, epsilon: float, delta: float
-              ) -> tuple[dict[str, int], float, int]:
-    """Partition selection: the counts (keyed by group) with discrete Laplace noise, kept where the
-    noisy count reaches a threshold, spending (epsilon, delta) when one person touches at most
-    ``groups`` groups with at most ``rows`` rows each (OpenDP's L0/L1/Linf sensitivity
-    (groups, groups x rows, rows)). Returns (the kept noisy counts, the scale, the threshold: the
-    least whose delta fits)."""
+def threshold_for(groups: int, rows: int, epsilon: float, delta: float) -> tuple[float, int]:
+    """Partition selection's (scale, threshold) when one person touches at most ``groups`` groups
+    with at most ``rows`` rows each (OpenDP's L0/L1/Linf sensitivity (groups, groups x rows, rows)):
+    the least discrete Laplace scale whose epsilon fits, then the least threshold whose delta fits
+    (``make_laplace_threshold``'s privacy map: a key is kept where its noisy count reaches it)."""
     dp = _dp()
     space = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T="i64")), dp.l01inf_distance(dp.absolute_distance(T="i64"))
     d_in = (int(groups), int(groups * rows), int(rows))
+
     def spends(s: float) -> bool:  # the epsilon part of the loss; the threshold sets the delta part
         return s > 0 and dp.m.make_laplace_threshold(*space, scale=s, threshold=2**62).map(d_in)[0] <= epsilon
 
@@ -83,6 +82,81 @@ def threshold(counts: dict[str, int], groups: int, rows: int, epsilon: float, de
     def fits(t: int) -> bool:
         return dp.m.make_laplace_threshold(*space, scale=scale, threshold=t).map(d_in)[1] <= delta
 
-    t = int(dp.binary_search(fits, bounds=(int(rows), 2**31 - 1)))
-    m = dp.m.make_laplace_threshold(*space, scale=scale, threshold=t)
-    return dict(m({k: int(v) for k, v in counts.items()})) if counts else {}, scale, t
+    return scale, int(dp.binary_search(fits, bounds=(int(rows), 2**31 - 1)))
+
+
+def threshold(counts: dict[str, int], groups: int, rows: int, epsilon: float, delta: float
+              ) -> tuple[dict[str, int], float, int]:
+    """Partition selection (:func:`threshold_for`) applied to ``counts`` (keyed by group): (the kept
+    noisy counts, the scale, the threshold)."""
+    scale, t = threshold_for(groups, rows, epsilon, delta)
+    step = noise_step({"keys": 1, "count": True, "count_scale": scale, "threshold": t, "values": []})
+    return {k: n for k, n, *_ in step(list(counts.items()))}, scale, t
+
+
+def noise_step(plan: dict[str, Any]) -> Callable[[list[tuple]], list[tuple]]:
+    """The noise of one batch of per-group aggregates, as a function of plain data: rows
+    (keys..., n, s_0, ...) in, released rows out (keys..., [count, scale, lo95, hi95], per sum
+    [value, scale, lo95, hi95], per mean [value]). ``plan`` fixes everything a draw needs, decided
+    once from the budget alone (never from the data): ``keys`` (how many), ``count`` (whether the
+    count is released), ``count_scale`` (None: no count drawn), ``threshold`` (None: every key
+    kept; else only keys whose noisy count reaches it), ``values`` ([{kind: sum | mean, integer,
+    scale, lo, hi}]).
+
+    Each value gets its own independent draw, so a table split into batches gets the noise it
+    would get whole: Spark runs this on its executors, the other engines where anonydb runs. The
+    function imports only OpenDP (Spark's cloudpickle sends it by value). A mean is the noisy sum
+    over the noisy count (at least 1), clamped back into [lo, hi]: post-processing, free."""
+    nk, out_count, cs, thr = plan["keys"], plan["count"], plan.get("count_scale"), plan.get("threshold")
+    values, w = list(plan["values"]), math.log(20)
+
+    def run(rows: list[tuple]) -> list[tuple]:
+        import opendp.prelude as dp
+
+        dp.enable_features("contrib")
+
+        def draw(xs: list, integer: bool, scale: float) -> list:
+            if not xs:
+                return []
+            if integer:
+                space = dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64")
+                xs = [int(x) for x in xs]
+            else:
+                space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float)
+                xs = [float(x) for x in xs]
+            try:
+                return list(dp.m.make_laplace(*space, scale=scale)(xs))
+            except Exception as e:  # noqa: BLE001 - OpenDP's errors (past 64-bit integers): one line
+                raise RuntimeError(f"OpenDP could not add the noise: {str(e).strip().splitlines()[-1][:200]}") from None
+
+        ns = [int(r[nk]) for r in rows]
+        if thr is not None:
+            space = (dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T="i64")),
+                     dp.l01inf_distance(dp.absolute_distance(T="i64")))
+            m = dp.m.make_laplace_threshold(*space, scale=cs, threshold=thr)
+            got = m({str(i): n for i, n in enumerate(ns)}) if rows else {}
+            kept = sorted(int(i) for i in got)
+            noisy_n = [got[str(i)] for i in kept]
+        else:
+            kept = list(range(len(rows)))
+            noisy_n = draw(ns, True, cs) if cs is not None else ns
+        drawn = []
+        for j, v in enumerate(values):
+            xs = [rows[i][nk + 1 + j] or 0 for i in kept]
+            drawn.append(draw([round(x) for x in xs] if v["integer"] else xs, v["integer"], v["scale"]))
+        out = []
+        for at, i in enumerate(kept):
+            row = list(rows[i][:nk])
+            if out_count:
+                n = noisy_n[at]
+                row += [n, cs, n - cs * w, n + cs * w]
+            for j, v in enumerate(values):
+                x = drawn[j][at]
+                if v["kind"] == "sum":
+                    row += [x, v["scale"], x - v["scale"] * w, x + v["scale"] * w]
+                else:
+                    row += [min(max(x / max(noisy_n[at], 1), v["lo"]), v["hi"])]
+            out.append(tuple(row))
+        return out
+
+    return run

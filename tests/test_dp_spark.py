@@ -29,6 +29,33 @@ def test_bounded_aggregates_and_release_on_spark(duck, sp, spark):
     rd, rs = dp("dpsv", engine=duck, **kw), dp("dpsv", engine=sp, **kw)
     assert rs.scales == rd.scales and rs.threshold == rd.threshold
     assert sorted(g for g, *_ in sp.fetch_rows("SELECT * FROM dpso")[1]) == ["g0", "g1", "g2"]
+    _drop_ledgers(duck, sp)
+
+
+def test_noise_is_drawn_on_the_executors(duck, sp, spark):
+    """2,000 public keys, each held by 5 persons: the noisy counts come back from the executors
+    (at most a few rows of the 2,000 reach the driver) and follow the discrete Laplace DuckDB's
+    release follows, compared by distribution (two-sample KS), not by value."""
+    from scipy.stats import ks_2samp
+
+    duck.execute("CREATE OR REPLACE TABLE dpmany AS SELECT i AS pid, i % 2000 AS grp FROM range(10000) t(i)")
+    duck.execute("CREATE OR REPLACE TABLE dpkeys AS SELECT DISTINCT grp FROM dpmany")
+    for t in ("dpmany", "dpkeys"):
+        spark_view(duck, spark, t)
+    spark.sql("SELECT * FROM dpmany").repartition(4).createOrReplaceTempView("dpmany")
+    kw = dict(person="pid", by="grp", out="dpmo", epsilon=0.5, keys="dpkeys", replace=True)
+    mark = len(sp.fetched)
+    rs = dp("dpmany", engine=sp, **kw)
+    assert rs.groups == 2000 and sum(sp.fetched[mark:]) < 20, sp.fetched[mark:]
+    rd = dp("dpmany", engine=duck, **kw)
+    assert rs.scales == rd.scales
+    s = [float(n) - 5 for n, in sp.fetch_rows("SELECT count FROM dpmo")[1]]
+    d = [float(n) - 5 for n, in duck.fetch_rows("SELECT count FROM dpmo")[1]]
+    assert ks_2samp(s, d).pvalue > 1e-3 and abs(sum(s) / len(s)) < 0.5
+    _drop_ledgers(duck, sp)
+
+
+def _drop_ledgers(duck, sp):
     from anonydb.release import ledger
 
     for eng in (duck, sp):  # the session's catalog is shared: the other modules' ledgers start empty

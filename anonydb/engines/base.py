@@ -267,6 +267,22 @@ class Engine(abc.ABC):
 
         raise NotAvailable("a per-group step on workers (this engine has none; fragment_rows is 0)", self.dialect)
 
+    def map_rows(self, s: "Scratch", relation: str, step: Any, columns: list[tuple[str, str]]) -> str:
+        """A scratch table of ``step`` (a function: a list of row tuples in, row tuples out, run on
+        batches that together hold every row) over the rows of ``relation``; its columns are
+        ``columns`` [(name, type)]. Here the rows pass through anonydb's process in one batch (the
+        per-group aggregates of a DP release: few); Spark runs ``step`` on its executors."""
+        _, rows = self.fetch_rows(f"SELECT * FROM {ident(relation)}")
+        out = step(rows)
+        name = s.name()
+        self.create_table_as(name, "SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {ident(c)}" for c, t in columns)
+                             + " LIMIT 0", temp=True)
+        for start in range(0, len(out), 500):
+            chunk = out[start:start + 500]
+            self.execute(f"INSERT INTO {ident(name)} VALUES "
+                         + ", ".join("(" + ", ".join(literal(v) for v in r) + ")" for r in chunk))
+        return name
+
     @abc.abstractmethod
     def columns(self, relation: str) -> list[tuple[str, str]]:
         """(name, type) of each column of a table or view."""

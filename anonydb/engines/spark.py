@@ -683,6 +683,32 @@ class SparkEngine(Engine):
         self._checkpoint(df, name)
         return name
 
+    def map_rows(self, s, relation: str, step: Any, columns: list[tuple[str, str]]) -> str:
+        """``step`` on the executors (``mapInArrow``): each Arrow batch of ``relation`` becomes row
+        tuples, ``step``'s rows become a batch of ``columns``' types. Nothing passes through the
+        driver; an executor's Python needs what ``step`` imports (OpenDP for DP's noise)."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.types import StructType
+
+        ddl = ", ".join(f"{_q(c)} {t}" for c, t in columns)
+        struct = _spark(f"CREATE TABLE x ({ddl})").this.sql("spark")[len("x "):].strip("()")
+        schema = to_arrow_schema(StructType.fromDDL(struct) if hasattr(StructType, "fromDDL")
+                                 else self.spark.createDataFrame([], struct).schema)
+
+        def run(batches: Any) -> Any:
+            import pyarrow as pa
+
+            for b in batches:
+                rows = list(zip(*(c.to_pylist() for c in b.columns))) if b.num_rows else []
+                out = step(rows)
+                yield pa.RecordBatch.from_arrays([pa.array([r[i] for r in out], type=f.type)
+                                                  for i, f in enumerate(schema)], schema=schema)
+
+        df = self.spark.table(_q(relation)).mapInArrow(run, struct)
+        name = s.name()
+        self._checkpoint(df, name)
+        return name
+
     # -- files -----------------------------------------------------------------------------------
     def file_select(self, path: Any, fmt: str, delim: str | None = None) -> str:
         """The file read by Spark (the CSV's schema inferred from every row), as a temporary view;

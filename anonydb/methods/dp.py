@@ -32,7 +32,7 @@ from typing import Any, Iterable
 
 from .. import noise
 from ..engines import connect
-from ..errors import InputError
+from ..errors import AnonyDBError, InputError
 from ..release import ledger
 from ..release.publish import Publication
 from ..schema import is_numeric_type, split_list
@@ -163,12 +163,20 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
                 agg = s.table(f"SELECT {', '.join('k.' + ident(c) for c in groups_by)}, {vals} FROM "
                               f"(SELECT DISTINCT {', '.join(ident(c) for c in groups_by)} FROM {ident(keys)}) AS k "
                               f"LEFT JOIN {ident(agg)} AS a ON {on}")
-            cols, rows = eng.fetch_rows(f"SELECT * FROM {ident(agg)}")
-            result = add_noise(rows, len(groups_by), count, sums, means, epsilon, delta if keys is None else 0.0,
-                               max_groups, max_rows, public=keys is not None)
-            out_rows, names, scales, thr = result
+            plan, names = noise_plan(len(groups_by), count, sums, means, epsilon, delta if keys is None else 0.0,
+                                     max_groups, max_rows, public=keys is not None)
+            scales, thr = scales_of(plan, sums, means), plan["threshold"]
+            columns = [(c, types[c]) for c in groups_by] + [(n, "DOUBLE") for n in names]
+            try:  # only the per-group aggregates reach the noise: here, or on Spark's executors
+                noisy = eng.map_rows(s, agg, noise.noise_step(plan), columns)
+            except Exception as e:  # noqa: BLE001 - the step's one line, wherever it ran
+                said = next((ln for ln in str(e).splitlines() if "OpenDP could not add the noise" in ln), None)
+                if said is None:
+                    raise
+                raise AnonyDBError(said[said.index("OpenDP"):].strip()) from None
             stage = pub.stage()
-            write_rows(eng, stage, groups_by, types, names, out_rows)
+            eng.create_table_as(stage, f"SELECT * FROM {ident(noisy)}")
+            released = int(eng.scalar(f"SELECT count(*) FROM {ident(stage)}"))
             pub.attach([stage], True, "", None)
         spent_delta = delta if keys is None else 0.0
         name = series or out
@@ -187,10 +195,10 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
                  "columns": json.dumps({c: "group" for c in groups_by}, sort_keys=True),
                  "models": json.dumps(models, sort_keys=True),
                  "achieved": json.dumps({"dp": {"epsilon": float(epsilon), "delta": spent_delta}}),
-                 "tracked": person, "tracked_kind": "person", "rows": len(out_rows), "groups": len(out_rows)}
+                 "tracked": person, "tracked_kind": "person", "rows": released, "groups": released}
         have = ledger.present(eng)
         pub.commit([(stage, out)], entry=lambda: ledger.write_dp(eng, have, entry))
-    return DPResult(table=out, groups=len(out_rows), epsilon=float(epsilon), delta=float(spent_delta),
+    return DPResult(table=out, groups=released, epsilon=float(epsilon), delta=float(spent_delta),
                     seconds=time.perf_counter() - t0, columns=names, threshold=thr, scales=scales, series=name,
                     left=None if left is None else float(left))
 
@@ -219,67 +227,48 @@ def bounded_sql(relation: str, person: str, by: list[str], bounds: list[Bound], 
             f"WHERE g._adb_k <= {int(max_groups)} GROUP BY {keys}")
 
 
-def add_noise(rows: list[tuple], nkeys: int, count: bool, sums: list[Bound], means: list[Bound], epsilon: float,
-              delta: float, max_groups: int, max_rows: int, public: bool
-              ) -> tuple[list[tuple], list[str], dict[str, float], int | None]:
-    """Noisy aggregates of ``rows`` (keys..., n, s_0, ...): (output rows, their value columns, the
-    scales, the threshold when the keys were selected). Each aggregate spends epsilon / m."""
+def noise_plan(nkeys: int, count: bool, sums: list[Bound], means: list[Bound], epsilon: float, delta: float,
+               max_groups: int, max_rows: int, public: bool) -> tuple[dict[str, Any], list[str]]:
+    """What the noise step draws (:func:`anonydb.noise.noise_step`), fixed from the budget alone:
+    each of the m aggregates drawn spends epsilon / m (basic composition), the count with the
+    partition selection's delta when the keys are not public; and the output's value columns."""
     bounds = sums + means
-    m = (1 if count or means or not public else 0) + len(bounds)
+    drawn_count = count or bool(means) or not public
+    m = int(drawn_count) + len(bounds)
     eps = epsilon / m
     G, R = max_groups, max_rows
-    keys = [tuple(r[:nkeys]) for r in rows]
-    ns = [int(r[nkeys]) for r in rows]
-    thr = None
-    if public:
-        noisy_n, n_scale = noise.laplace(ns, G * R, eps, True)
-        kept = list(range(len(rows)))
-    else:
-        label = [json.dumps([str(x) if x is not None else None for x in k]) for k in keys]
-        released, n_scale, thr = noise.threshold(dict(zip(label, ns)), G, R, eps, delta)
-        kept = [i for i, lb in enumerate(label) if lb in released]
-        noisy_n = [released.get(lb, 0) for lb in label]
-    scales = {"count": n_scale}
-    sums_noisy = []
-    for j, b in enumerate(bounds):
-        vals = [r[nkeys + 1 + j] or 0 for r in rows]
-        if b.integer:
-            vals = [int(round(v)) for v in vals]
-        noisy, sc = noise.laplace(vals, G * R * b.reach, eps, b.integer)
-        sums_noisy.append(noisy)
-        scales[("sum_" if j < len(sums) else "mean_") + b.column] = sc
-    w = noise.INTERVAL_95
+    thr = cs = None
+    if not public:
+        cs, thr = noise.threshold_for(G, R, eps, delta)
+    elif drawn_count:
+        cs = noise.scale_for(G * R, eps, True)
+    values = [{"kind": "sum" if j < len(sums) else "mean", "integer": b.integer, "lo": b.lo, "hi": b.hi,
+               "scale": noise.scale_for(G * R * b.reach, eps, b.integer)} for j, b in enumerate(bounds)]
     names: list[str] = []
     if count:
         names += ["count", "count_scale", "count_lo95", "count_hi95"]
     for b in sums:
         names += [f"sum_{b.column}", f"sum_{b.column}_scale", f"sum_{b.column}_lo95", f"sum_{b.column}_hi95"]
-    for b in means:
-        names += [f"mean_{b.column}"]
-    out = []
-    for i in kept:
-        row = list(keys[i])
-        if count:
-            row += [noisy_n[i], n_scale, noisy_n[i] - n_scale * w, noisy_n[i] + n_scale * w]
-        for j, b in enumerate(sums):
-            v, sc = sums_noisy[j][i], scales["sum_" + b.column]
-            row += [v, sc, v - sc * w, v + sc * w]
-        for j, b in enumerate(means):  # post-processing: clamped back into [lo, hi]
-            v = sums_noisy[len(sums) + j][i] / max(noisy_n[i], 1)
-            row += [min(max(v, b.lo), b.hi)]
-        out.append(tuple(row))
-    return out, names, scales, thr
+    names += [f"mean_{b.column}" for b in means]
+    plan = {"keys": nkeys, "count": bool(count), "count_scale": cs, "threshold": thr, "values": values}
+    return plan, names
 
 
-def write_rows(eng, stage: str, by: list[str], types: dict[str, str], names: list[str], rows: list[tuple]) -> None:
-    """The released rows into ``stage`` (keys with their source types, values as DOUBLE)."""
-    cols = [f"CAST(NULL AS {types[c]}) AS {ident(c)}" for c in by] + [f"CAST(NULL AS DOUBLE) AS {ident(n)}"
-                                                                       for n in names]
-    eng.create_table_as(stage, f"SELECT {', '.join(cols)} LIMIT 0")
-    for start in range(0, len(rows), 500):
-        chunk = rows[start:start + 500]
-        values = ", ".join("(" + ", ".join(literal(v) for v in r) + ")" for r in chunk)
-        eng.execute(f"INSERT INTO {ident(stage)} VALUES {values}")
+def scales_of(plan: dict[str, Any], sums: list[Bound], means: list[Bound]) -> dict[str, float]:
+    """Each drawn aggregate's noise scale, by name (the count's, then sum_COL, mean_COL)."""
+    out = {"count": plan["count_scale"]} if plan["count_scale"] is not None else {}
+    for b, v in zip(sums + means, plan["values"]):
+        out[("sum_" if v["kind"] == "sum" else "mean_") + b.column] = v["scale"]
+    return out
+
+
+def add_noise(rows: list[tuple], nkeys: int, count: bool, sums: list[Bound], means: list[Bound], epsilon: float,
+              delta: float, max_groups: int, max_rows: int, public: bool
+              ) -> tuple[list[tuple], list[str], dict[str, float], int | None]:
+    """Noisy aggregates of ``rows`` (keys..., n, s_0, ...) where anonydb runs: (output rows, their
+    value columns, the scales, the threshold when the keys were selected)."""
+    plan, names = noise_plan(nkeys, count, sums, means, epsilon, delta, max_groups, max_rows, public)
+    return noise.noise_step(plan)(rows), names, scales_of(plan, sums, means), plan["threshold"]
 
 
 def from_query(query: str, bounds: Iterable[Any] = ()) -> dict[str, Any]:
