@@ -208,14 +208,19 @@ def test_the_query_form_reads_keys_and_bounded_aggregates():
     got = from_query("SELECT grp, month, count(*), avg(least(greatest(cost, 0), 500)), sum(greatest(least(n, 9), 1)) "
                      "FROM visits GROUP BY ALL")
     assert got == dict(source="visits", by=["grp", "month"], count=True, sums=[Bound("n", 1.0, 9.0)],
-                       means=[Bound("cost", 0.0, 500.0)])
+                       means=[Bound("cost", 0.0, 500.0)], select=None)
     assert from_query("SELECT grp, sum(cost) FROM v GROUP BY grp", ["cost:0:10"])["sums"] == [Bound("cost", 0.0, 10.0)]
 
 
 @pytest.mark.parametrize("query,message", [
     ("SELECT grp, sum(cost) FROM v GROUP BY grp", "unbounded sum"),
     ("SELECT grp, avg(cost) FROM v GROUP BY grp", "unbounded mean"),
-    ("SELECT v.grp, count(*) FROM v JOIN w ON v.grp = w.grp GROUP BY v.grp", "has a join"),
+    ("SELECT v.grp, count(*) FROM v JOIN w ON v.grp = w.grp GROUP BY v.grp", "join on anything but the person"),
+    ("SELECT v.grp, count(*) FROM v JOIN w ON v.pid = w.pid AND v.grp = w.grp GROUP BY v.grp", "join on anything"),
+    ("SELECT v.grp, count(*) FROM v CROSS JOIN w GROUP BY v.grp", "join on anything but the person"),
+    ("SELECT v.grp, count(*) FROM v, w GROUP BY v.grp", "join on anything but the person"),
+    ("SELECT v.grp, count(*) FROM v FULL JOIN w USING (pid) GROUP BY v.grp", "join on anything but the person"),
+    ("SELECT grp, count(*) FROM v GROUP BY grp LIMIT 3", "has LIMIT"),
     ("SELECT grp, count(*) OVER () FROM v", "has a window"),
     ("SELECT grp, max(cost) FROM v GROUP BY grp", "not a group key, count"),
     ("SELECT grp, count(*) FROM v", "GROUP BY its key columns"),
@@ -225,8 +230,37 @@ def test_the_query_form_refuses_what_it_cannot_bound(query, message):
     from anonydb.methods.dp import from_query
 
     with pytest.raises(InputError, match=message) as e:
-        from_query(query)
+        from_query(query, person="pid")
     assert "\n" not in str(e.value)
+
+
+def test_the_query_form_filters_and_joins_on_the_person(engine):
+    """WHERE and a join on the person, at an epsilon so large that the discrete noise is 0 and with
+    bounds that leave no choice: the released counts and sums are the plain-Python oracle's."""
+    engine.execute("CREATE OR REPLACE TABLE qv AS SELECT CAST(i % 50 AS INTEGER) AS pid, CAST(i // 50 AS INTEGER) AS "
+                   "visit, CAST((i * 7) % 30 AS INTEGER) AS cost FROM range(150) t(i)")
+    engine.execute("CREATE OR REPLACE TABLE qp AS SELECT CAST(i AS INTEGER) AS pid, 'r' || CAST(i % 4 AS VARCHAR) AS "
+                   "region FROM range(50) t(i)")
+    engine.execute("CREATE OR REPLACE TABLE qk AS SELECT 'r' || CAST(i AS VARCHAR) AS region FROM range(4) t(i)")
+    rows = [(i % 50, i // 50, (i * 7) % 30) for i in range(150)]
+    want: dict[str, list[int]] = {}
+    for pid, _, cost in rows:
+        if cost > 10:
+            w = want.setdefault(f"r{pid % 4}", [0, 0])
+            w[0] += 1
+            w[1] += min(cost, 25)
+    from anonydb.methods.dp import dp, from_query
+
+    what = from_query("SELECT p.region, count(*), sum(least(greatest(v.cost, 0), 25)) FROM qv AS v JOIN qp AS p "
+                      "ON v.pid = p.pid WHERE v.cost > 10 GROUP BY ALL", person="pid")
+    r = dp(what.pop("source"), person="pid", out="qo", epsilon=1e7, keys="qk", max_groups=1, max_rows=3,
+           engine=engine, replace=True, **what)
+    got = {g: [round(n), round(s)] for g, n, s in engine.fetch_rows("SELECT region, count, sum_cost FROM qo")[1]}
+    assert r.groups == 4 and got == want
+    what = from_query("SELECT region, count(*) FROM qv JOIN qp USING (pid) GROUP BY region", person="pid")
+    dp(what.pop("source"), person="pid", out="qo", epsilon=1e7, keys="qk", max_rows=3, engine=engine, replace=True,
+       **what)
+    assert sum(round(n) for n, in engine.fetch_rows("SELECT count FROM qo")[1]) == 150
 
 
 def test_the_query_form_on_the_command_line(engine, tmp_path, capsys):

@@ -107,7 +107,7 @@ class DPResult:
 def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: float, delta: float = 0.0,
        count: bool = True, sums: Iterable[Any] = (), means: Iterable[Any] = (), keys: str | None = None,
        max_groups: int = 1, max_rows: int = 1, engine: Any = None, replace: bool = False,
-       series: str | None = None, budget: float | None = None) -> DPResult:
+       series: str | None = None, budget: float | None = None, select: str | None = None) -> DPResult:
     """Release the groups of ``source`` by ``by`` with (epsilon, delta)-DP aggregates, by person.
 
     ``count``: the number of rows per group (after bounding); ``sums`` / ``means``: columns with
@@ -118,7 +118,8 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
     Every release is an entry of the database's ledger (mode ``dp``: the epsilon and delta spent,
     the bounds). ``budget``: the epsilon the releases of ``series`` (default: ``out``) and of
     ``source`` may spend in all (basic composition: their epsilons add up); a release that would
-    pass it is refused in one line and nothing is written."""
+    pass it is refused in one line and nothing is written. ``select``: the rows of a query over
+    ``source`` to release instead (:func:`from_query`'s: a filter, a join on the person)."""
     t0 = time.perf_counter()
     eng = connect(engine)
     groups_by = split_list(by, "group columns")
@@ -141,7 +142,12 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
                          "delta > 0 (--delta); or give the public keys (--keys TABLE)")
     with Publication(eng, [out], replace, sources=[source] + ([keys] if keys else [])) as pub:
         with eng.scratch("dp") as s:
-            relation = open_source(eng, source, scratch=s)
+            if select is None:
+                relation = open_source(eng, source, scratch=s)
+            elif not eng.exists(str(source)):
+                raise InputError(f"--query reads {source!r}: no table or view of that name in the database")
+            else:
+                relation = s.table(select)
             types = dict(eng.columns(relation))
             for c in [person] + groups_by + [b.column for b in sums + means]:
                 if c not in types:
@@ -271,13 +277,19 @@ def add_noise(rows: list[tuple], nkeys: int, count: bool, sums: list[Bound], mea
     return noise.noise_step(plan)(rows), names, scales_of(plan, sums, means), plan["threshold"]
 
 
-def from_query(query: str, bounds: Iterable[Any] = ()) -> dict[str, Any]:
+def from_query(query: str, bounds: Iterable[Any] = (), person: str | None = None) -> dict[str, Any]:
     """The arguments of :func:`dp` read from an aggregate query (sqlglot, DuckDB's dialect):
-    ``SELECT keys..., count(*), sum(x), avg(x) FROM table GROUP BY keys`` (or ``GROUP BY ALL``).
-    A sum or mean is bounded by a clamp in the query (``least(greatest(x, LO), HI)``) or by
-    ``bounds`` ("x:LO:HI"). Refused in one line: a join, a subquery, a window, a WHERE on anything
-    (it would be a filter the bounds do not see: filter into a view first), DISTINCT, HAVING, and an
-    aggregate other than count(*), sum and avg, or a sum without bounds."""
+    ``SELECT keys..., count(*), sum(x), avg(x) FROM t [JOIN u ON t.p = u.p] [WHERE ...] GROUP BY
+    keys`` (or ``GROUP BY ALL``). A sum or mean is bounded by a clamp in the query
+    (``least(greatest(x, LO), HI)``) or by ``bounds`` ("x:LO:HI"). ``select`` in the result is the
+    query's rows (person, keys, the aggregated columns) for the bounded plan.
+
+    A WHERE filters rows before the bounds (each person still adds at most G x R rows), and a join
+    on the ``person`` column (ON equal person columns, or USING (person)) puts a person's rows of
+    two tables together: adding or removing a person adds or removes their rows of both, so the
+    bounds after the join still hold. Refused in one line: a join on anything else (it mixes
+    persons), a subquery, a window, DISTINCT, HAVING, LIMIT, an aggregate other than count(*), sum
+    and avg, and a sum without bounds."""
     import sqlglot
     from sqlglot import exp
 
@@ -288,46 +300,81 @@ def from_query(query: str, bounds: Iterable[Any] = ()) -> dict[str, Any]:
         raise InputError(f"--query does not parse: {str(e).splitlines()[0]}") from None
     if not isinstance(tree, exp.Select):
         raise InputError("--query must be one SELECT ... GROUP BY")
-    why = ("a join" if tree.args.get("joins") else "a window" if tree.find(exp.Window) else
+    why = ("a window" if tree.find(exp.Window) else
            "a subquery" if tree.find(exp.Subquery) or len(list(tree.find_all(exp.Select))) > 1 else
-           "HAVING" if tree.args.get("having") else "a WHERE clause" if tree.args.get("where") else
-           "DISTINCT" if tree.args.get("distinct") else "a WITH clause" if tree.args.get("with") else None)
+           "HAVING" if tree.args.get("having") else "DISTINCT" if tree.args.get("distinct") else
+           "a WITH clause" if tree.args.get("with") else "LIMIT" if tree.args.get("limit") else None)
     if why:
         raise InputError(f"--query has {why}, which the rewrite cannot make differentially private; "
-                         f"aggregate one table or view by person")
+                         f"aggregate a table or view by person")
+    joins = tree.args.get("joins") or []
+    if joins and not person:
+        raise InputError("--query joins tables: give --person, the column they are joined on")
+    for j in joins:
+        if not _on_person(j, person):
+            raise InputError(f"--query has a join on anything but the person column {person!r} ({j.sql('duckdb')}), "
+                             f"which mixes persons; join on {person} alone")
     tables = list(tree.find_all(exp.Table))
-    if len(tables) != 1:
-        raise InputError("--query must read one table")
-    keys, count, sums, means = [], False, [], []
+    if len(tables) != 1 + len(joins):
+        raise InputError("--query must read tables by name")
+    keys, count, sums, means, cols = [], False, [], [], {}
     for item in tree.expressions:
         e = item.this if isinstance(item, exp.Alias) else item
         if isinstance(e, exp.Column):
             keys.append(e.name)
+            cols[e.name] = e
         elif isinstance(e, exp.Count) and isinstance(e.this, exp.Star):
             count = True
         elif isinstance(e, (exp.Sum, exp.Avg)):
-            b = _bounded(e.this, given)
-            if b is None:
+            got = _bounded(e.this, given)
+            if got is None:
                 raise InputError(f"--query: {e.sql('duckdb')} is an unbounded {'sum' if isinstance(e, exp.Sum) else 'mean'}"
                                  f"; clamp it (least(greatest(x, LO), HI)) or give --sum x:LO:HI")
-            (sums if isinstance(e, exp.Sum) else means).append(b)
+            (sums if isinstance(e, exp.Sum) else means).append(got[0])
+            cols.setdefault(got[0].column, got[1])
         else:
             raise InputError(f"--query: {e.sql('duckdb')} is not a group key, count(*), sum or avg")
     group = tree.args.get("group")
     named = [g.name for g in group.expressions if isinstance(g, exp.Column)] if group else []
     if group is None or (named and sorted(named) != sorted(keys)) or (not named and not group.args.get("all")):
         raise InputError("--query must GROUP BY its key columns (or GROUP BY ALL)")
-    return dict(source=tables[0].name, by=keys, count=count, sums=sums, means=means)
+    if len(set(keys)) != len(keys):
+        raise InputError("--query names a key column twice: alias one of them in a view first")
+    select = None
+    if person:
+        first = tables[0].alias_or_name if joins else None
+        rows = tree.copy()
+        rows.set("group", None)
+        rows.set("order", None)
+        rows.set("expressions", [exp.alias_(exp.column(person, table=first), person, quoted=True)] +
+                 [exp.alias_(c.copy(), n, quoted=True) for n, c in cols.items() if n != person])
+        select = rows.sql("duckdb")
+    return dict(source=tables[0].name, by=keys, count=count, sums=sums, means=means, select=select)
 
 
-def _bounded(e: Any, given: dict[str, Bound]) -> Bound | None:
-    """A clamped column least(greatest(x, lo), hi) (either nesting) as a Bound, or a column with bounds given."""
+def _on_person(join: Any, person: str) -> bool:
+    """Whether a join puts together the rows of one person: an inner or left join ON a.person =
+    b.person, or USING (person)."""
+    from sqlglot import exp
+
+    if join.args.get("kind") in ("CROSS",) or join.args.get("side") in ("RIGHT", "FULL"):
+        return False
+    using = join.args.get("using")
+    if using:
+        return [u.name for u in using] == [person]
+    on = join.args.get("on")
+    return (isinstance(on, exp.EQ) and all(isinstance(x, exp.Column) and x.name == person for x in (on.this, on.expression))
+            and on.this.table != on.expression.table)
+
+
+def _bounded(e: Any, given: dict[str, Bound]) -> tuple[Bound, Any] | None:
+    """A clamped column least(greatest(x, lo), hi) (either nesting) as (its Bound, the column), or a
+    column with bounds given."""
     from sqlglot import exp
 
     if isinstance(e, exp.Column):
-        return given.get(e.name)
+        return (given[e.name], e) if e.name in given else None
     lo = hi = None
-    col = None
     while isinstance(e, (exp.Least, exp.Greatest)) and len(e.expressions) == 1:
         other = e.expressions[0]
         if not isinstance(other, exp.Literal) or other.is_string:
@@ -337,8 +384,6 @@ def _bounded(e: Any, given: dict[str, Bound]) -> Bound | None:
         else:
             lo = float(other.this)
         e = e.this
-    if isinstance(e, exp.Column):
-        col = e.name
-    if col is None or lo is None or hi is None:
+    if not isinstance(e, exp.Column) or lo is None or hi is None:
         return None
-    return Bound.parse((col, lo, hi), "sum")
+    return Bound.parse((e.name, lo, hi), "sum"), e

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace, engine: Any) -> int:
             if args.source or args.by or args.mean or args.count:
                 raise InputError("--query names the source, keys and aggregates: give it without SOURCE, --by, "
                                  "--count or --mean (--sum only bounds its sums and means)")
-            what = from_query(args.query, args.sum)
+            what = from_query(args.query, args.sum, args.person)
         elif not args.source or not args.by:
             raise InputError("give SOURCE and --by, or --query")
         else:
