@@ -21,11 +21,13 @@ from .generalize import generalize  # noqa: E402
 from .sqlfuncs import register, unregister  # noqa: E402
 from .workflow.jobs import Release, anonymize, plan_spec, run_spec, spec_report  # noqa: E402
 from .workflow.spec import Spec, SpecError, load_spec  # noqa: E402
+from .methods.dp import DPResult, dp  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AnonyDBError",
+    "DPResult",
     "DuckDBEngine",
     "Engine",
     "Hierarchy",
@@ -39,6 +41,7 @@ __all__ = [
     "anonymize",
     "check",
     "connect",
+    "dp",
     "generalize",
     "load_spec",
     "plan_spec",

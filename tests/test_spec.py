@@ -52,7 +52,7 @@ def test_unknown_key_named_with_its_line(tmp_path):
     text = GOOD.replace("method: mondrian", "method: mondrian\ncolour: blue")
     assert problems(tmp_path, text) == [
         ("colour (line 8)", "unknown key 'colour'; expected one of version, source, database, attributes, method, "
-                            "privacy, output, report, seed, secret_file, linked, risk, public, series")]
+                            "privacy, output, report, seed, secret_file, linked, risk, public, series, dp")]
 
 
 def test_nested_unknown_key_and_wrong_type(tmp_path):

@@ -91,12 +91,28 @@ class DPResult:
     scales: dict[str, float] = field(default_factory=dict)
     series: str = ""
     left: float | None = None  # the series' budget left, when it has one
+    budget: float | None = None
+    person: str = ""
+    by: list[str] = field(default_factory=list)
+    max_groups: int = 1
+    max_rows: int = 1
+    #: each drawn aggregate: its L1 sensitivity and the epsilon it spent
+    sensitivities: dict[str, float] = field(default_factory=dict)
+    spent: dict[str, float] = field(default_factory=dict)
+    engine: Any = field(default=None, repr=False)
+    spec: Any = field(default=None, repr=False)
+
+    def promise(self) -> str:
+        """What the release promises, in one line (``anonydb releases`` says the same)."""
+        return (f"({self.epsilon:g}, {self.delta:g})-differential privacy for every person of {self.person!r} "
+                f"(at most {self.max_groups} groups and {self.max_rows} rows each)")
 
     def format(self) -> str:
         sel = (f"; group keys not public: released where the noisy count reaches {self.threshold}"
                if self.threshold is not None else "; every public key released")
         lines = [f"release {self.table}: {self.groups} groups of differentially private aggregates "
                  f"({self.seconds:.2f} s)",
+                 f"  promises: {self.promise()}",
                  f"  spent: epsilon {self.epsilon:g}, delta {self.delta:g}{sel}",
                  "  noise scales: " + ", ".join(f"{k} {v:g}" for k, v in self.scales.items())]
         if self.left is not None:
@@ -140,6 +156,15 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
     if keys is None and delta <= 0:
         raise InputError("group keys that are not public are released only above a noisy threshold, which needs "
                          "delta > 0 (--delta); or give the public keys (--keys TABLE)")
+    spent_delta = delta if keys is None else 0.0
+    name = series or out
+    before, _ = ledger.dp_spent(eng, name, str(source))
+    left = None
+    if budget is not None:
+        left = Fraction(str(float(budget))) - Fraction(str(before)) - Fraction(str(float(epsilon)))
+        if left < 0:
+            raise InputError(f"the budget of series {name!r} is epsilon {budget:g}, {before:g} of it spent: this "
+                             f"release's {float(epsilon):g} would pass it; nothing was written")
     with Publication(eng, [out], replace, sources=[source] + ([keys] if keys else [])) as pub:
         with eng.scratch("dp") as s:
             if select is None:
@@ -184,15 +209,6 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
             eng.create_table_as(stage, f"SELECT * FROM {ident(noisy)}")
             released = int(eng.scalar(f"SELECT count(*) FROM {ident(stage)}"))
             pub.attach([stage], True, "", None)
-        spent_delta = delta if keys is None else 0.0
-        name = series or out
-        before, _ = ledger.dp_spent(eng, name, str(source))
-        left = None
-        if budget is not None:
-            left = Fraction(str(float(budget))) - Fraction(str(before)) - Fraction(str(float(epsilon)))
-            if left < 0:
-                raise InputError(f"the budget of series {name!r} is epsilon {budget:g}, {before:g} of it spent: this "
-                                 f"release's {float(epsilon):g} would pass it; nothing was written")
         models = {"epsilon": float(epsilon), "delta": spent_delta, "mechanism": "laplace (OpenDP)",
                   "count": bool(count), "sums": [vars(b) for b in sums], "means": [vars(b) for b in means],
                   "max_groups": max_groups, "max_rows": max_rows, "threshold": thr, "budget": budget,
@@ -204,9 +220,14 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
                  "tracked": person, "tracked_kind": "person", "rows": released, "groups": released}
         have = ledger.present(eng)
         pub.commit([(stage, out)], entry=lambda: ledger.write_dp(eng, have, entry))
+    gr = max_groups * max_rows  # the L1 sensitivities of the module docstring
+    sens = dict(zip(scales, ([gr] if "count" in scales else []) + [gr * b.reach for b in sums + means]))
+    each = float(epsilon) / len(scales)
     return DPResult(table=out, groups=released, epsilon=float(epsilon), delta=float(spent_delta),
                     seconds=time.perf_counter() - t0, columns=names, threshold=thr, scales=scales, series=name,
-                    left=None if left is None else float(left))
+                    left=None if left is None else float(left), budget=budget, person=person, by=groups_by,
+                    max_groups=max_groups, max_rows=max_rows, sensitivities=sens, spent={k: each for k in scales},
+                    engine=eng)
 
 
 def bounded_sql(relation: str, person: str, by: list[str], bounds: list[Bound], max_groups: int,

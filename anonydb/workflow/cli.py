@@ -461,6 +461,10 @@ def _release(args: argparse.Namespace) -> int:
     progress = args.progress
     rel = run_spec(args.spec, db=args.db, progress=progress)
     progress.done()
+    if rel.spec.dp is not None:  # a DP release (anonydb.workflow.dpspec)
+        from .dpcmd import said
+
+        return said(rel, args.json, rel.spec.report_html, rel.spec.report_json)
     try:
         if args.json:
             print(json.dumps(release_report(rel), indent=2) if rel.tables else

@@ -35,6 +35,8 @@ def add_parser(sub: Any, db_help: str, engine_help: str,
     d.add_argument("--replace", action="store_true", help="replace --out if it exists")
     d.add_argument("--db", help=db_help)
     d.add_argument("--engine", metavar="ENGINE", help=engine_help)
+    d.add_argument("--html", metavar="PATH", help="write the release's report page (what it promises and spent, "
+                                                   "the noise of each aggregate, the largest groups)")
     d.add_argument("--json", action="store_true", help="print what was released and spent as JSON")
 
 
@@ -42,6 +44,12 @@ def run(args: argparse.Namespace, engine: Any) -> int:
     from ..errors import InputError
     from ..methods.dp import dp, from_query
 
+    if args.html:
+        from pathlib import Path
+
+        from .reporting import _check_report_target
+
+        _check_report_target(Path(args.html), "--html", "html")
     try:
         if args.query:
             if args.source or args.by or args.mean or args.count:
@@ -56,11 +64,29 @@ def run(args: argparse.Namespace, engine: Any) -> int:
         r = dp(what.pop("source"), person=args.person, out=args.out, epsilon=args.epsilon, delta=args.delta,
                keys=args.keys, max_groups=args.max_groups, max_rows=args.max_rows, engine=engine,
                replace=args.replace, series=args.series, budget=args.budget, **what)
+        if args.html:
+            from .dpreport import dp_report, write_dp_report
+
+            write_dp_report(dp_report(r), html=args.html)
     finally:
         engine.close()
-    if args.json:
-        print(json.dumps({"table": r.table, "groups": r.groups, "epsilon": r.epsilon, "delta": r.delta,
-                          "threshold": r.threshold, "scales": r.scales, "columns": r.columns}, indent=2))
-    else:
-        print(r.format())
+    return said(r, args.json, args.html, None, close=False)
+
+
+def said(r: Any, as_json: bool, html: str | None, json_path: str | None, close: bool = True) -> int:
+    """Print a DP release's result (its text, or JSON) and where its report went; exit 0."""
+    try:
+        if as_json:
+            print(json.dumps({"table": r.table, "groups": r.groups, "epsilon": r.epsilon, "delta": r.delta,
+                              "threshold": r.threshold, "scales": r.scales, "columns": r.columns,
+                              "series": r.series, "budget": r.budget, "left": r.left, "promises": r.promise()},
+                             indent=2))
+        else:
+            print(r.format())
+            for path in (html, json_path):
+                if path:
+                    print(f"report: {path}")
+    finally:
+        if close and r.engine is not None:
+            r.engine.close()
     return 0

@@ -338,6 +338,10 @@ def run_spec(spec: Spec | str | Path, *, db: str | None = None, engine: Engine |
 
 
 def _run_spec(sp: Spec, eng: Engine, db: str | None, progress: Any, write_files: bool) -> Release:
+    if sp.dp is not None:  # a DP release: anonydb.workflow.dpspec (returns its DPResult)
+        from .dpspec import run_dp_spec
+
+        return run_dp_spec(sp, eng)
     if sp.linked:
         return _run_linked(sp, eng)
     start = len(eng.log)

@@ -55,7 +55,7 @@ PRIVACY = ("k", "l", "t", "n", "alpha", "delta", "bt", "beta", "confidence_bound
            "multi_qid", "k_map", "personalized")
 FORMATS = ("duckdb", "parquet", "csv")
 TOP = ("version", "source", "database", "attributes", "method", "privacy", "output", "report", "seed", "secret_file",
-       "linked", "risk", "public", "series")
+       "linked", "risk", "public", "series", "dp")
 #: series: the ledger's series of a tracked release (anonydb.release.ledger)
 SERIES = ("name", "composition", "m", "schema")
 
@@ -110,6 +110,8 @@ class Spec:
     #: the ledger's series (``series:``): name, composition, m; None when the spec sets none
     series: dict[str, Any] | None = None
     text: str = ""  # the spec as written (the ledger keeps it)
+    #: a DP release's block (``dp:``; anonydb.workflow.dpspec), None for the other releases
+    dp: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict)
     lines: dict[tuple, int] = field(default_factory=dict)
 
@@ -281,9 +283,13 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
         text = p.read_text(encoding="utf-8")
     raw, lines = _compose(text, str(p))
     ck = _Checker(str(p), lines)
+    base = p.parent if str(p.parent) else Path(".")
+    if isinstance(raw, dict) and "dp" in raw:  # a differentially private release
+        from .dpspec import load_dp_spec
+
+        return load_dp_spec(ck, raw, p, base, text, lines)
     if not ck.keys(raw, (), TOP):
         raise SpecError(str(p), ck.problems)
-    base = p.parent if str(p.parent) else Path(".")
     for req in ("source", "attributes", "method", "output"):
         if req not in raw:
             ck.bad((req,), "required key is missing")
