@@ -112,7 +112,7 @@ def test_visits_seed_is_as_its_description_says():
 def test_dbt_build_passes_then_fails_on_a_violating_model(tmp_path):
     r = _build(tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "PASS=14 WARN=0 ERROR=0" in r.stdout  # a seed, 6 models, 7 tests
+    assert "PASS=16 WARN=0 ERROR=0" in r.stdout  # a seed, 8 models, 7 tests
     got = _results(tmp_path / "project")
     assert sorted(got.values()) == [("pass", 0)] * 7, got
     assert _one(got, "dbt_anonydb_k_anonymous_visits_release_3__patient_id") == ("pass", 0)
@@ -132,12 +132,39 @@ def test_dbt_build_passes_then_fails_on_a_violating_model(tmp_path):
     # the raw models' tests fail: the census's k_anonymous, and the visits' k_anonymous by persons
     # (every class has 3 or more visits but 1 or 2 patients: by rows it passes); the releases' pass
     assert "Failure in test dbt_anonydb_k_anonymous_visits_exposed_3__patient_id" in r.stdout
-    assert "PASS=17 WARN=0 ERROR=2" in r.stdout
+    assert "PASS=19 WARN=0 ERROR=2" in r.stdout
     got = _results(tmp_path / "project")
     exposed = person_classes(visits(), ["age", "sex", "zip"], "patient_id")
     assert _one(got, "dbt_anonydb_k_anonymous_visits_exposed_3__age") == ("pass", 0)
     assert _one(got, "dbt_anonydb_k_anonymous_visits_exposed_3__patient_id") == \
         ("fail", sum(p < 3 for _, p, _, _ in exposed.values())) == ("fail", 11)
+
+
+def test_a_dp_model_spends_the_budget_the_database_keeps(tmp_path):
+    """models/visits_dp.py (anonydb.dp inside dbt-duckdb): every public diagnosis code appears, with
+    the count's scale the definition gives (G x R = 4 over epsilon 1 / 2: 8), and the release is a
+    ledger entry; with a budget of 1.5 a second build of the model is refused and the table stays."""
+    pytest.importorskip("opendp", reason="OpenDP is not installed (pip install 'anonydb[dp]')")
+    r = _build(tmp_path, "--select", "visits", "diagnoses", "visits_dp")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    db = str(tmp_path / "example.duckdb")
+    con = duckdb.connect(db, read_only=True)
+    try:
+        got = con.execute("SELECT diagnosis, count_scale FROM visits_dp ORDER BY 1").fetchall()
+        assert [g for g, _ in got] == ["asthma", "back pain", "diabetes", "flu", "hypertension", "migraine"]
+        assert all(abs(s - 8) < 1e-6 for _, s in got)
+        assert con.execute("SELECT count(*) FROM anonydb_releases WHERE mode = 'dp' AND series = 'visits_dp'"
+                           ).fetchone()[0] == 1
+        before = con.execute("SELECT * FROM visits_dp ORDER BY 1").fetchall()
+    finally:
+        con.close()
+    r = _build(tmp_path, "--select", "visits_dp", "--vars", "{dp_budget: 1.5}")
+    assert r.returncode != 0 and "the budget of series 'visits_dp' is epsilon 1.5" in r.stdout, r.stdout[-2000:]
+    con = duckdb.connect(db, read_only=True)
+    try:
+        assert con.execute("SELECT * FROM visits_dp ORDER BY 1").fetchall() == before
+    finally:
+        con.close()
 
 
 def test_package_release_is_verified_and_refused_when_too_fine(tmp_path):
