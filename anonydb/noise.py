@@ -65,6 +65,53 @@ def laplace(values: list, sensitivity: float, epsilon: float, integer: bool) -> 
         raise AnonyDBError(f"OpenDP could not add the noise: {str(e).strip().splitlines()[-1][:200]}") from None
 
 
+#: the Gaussian's two-sided 95% point (the discrete Gaussian's tail is no heavier)
+GAUSS_95 = 1.959963984540054
+
+
+def gaussian_scale_for(sensitivity: float, rho: float, integer: bool) -> float:
+    """The least Gaussian scale sigma whose OpenDP measurement spends at most ``rho`` (zCDP) on
+    inputs one person moves by ``sensitivity`` in L2 (rho = sensitivity^2 / (2 sigma^2); Bun and
+    Steinke 2016, the discrete one's the same, Canonne, Kamath and Steinke 2020)."""
+    dp = _dp()
+    space = (dp.vector_domain(dp.atom_domain(T="i64" if integer else float, **({} if integer else {"nan": False}))),
+             dp.l2_distance(T=float))
+    return float(dp.binary_search_param(lambda s: dp.m.make_gaussian(*space, scale=s), d_in=float(sensitivity),
+                                        d_out=float(rho)))
+
+
+def rho_for(epsilon: float, delta: float) -> float:
+    """The most zCDP rho that OpenDP's conversion (``make_zCDP_to_approxDP``) turns into at most
+    (``epsilon``, ``delta``)-DP: the budget a release's Gaussian draws share."""
+    dp = _dp()
+    unit = dp.c.make_zCDP_to_approxDP(dp.m.make_gaussian(dp.atom_domain(T=float, nan=False),
+                                                        dp.absolute_distance(T=float), scale=1.0))
+    # a unit-scale Gaussian at distance d spends rho = d^2 / 2, and rho <= epsilon at any delta
+    d = dp.binary_search(lambda x: unit.map(x).epsilon(delta) <= epsilon, bounds=(0.0, math.sqrt(2 * epsilon)))
+    return float(d) ** 2 / 2
+
+
+def gaussian_threshold_for(groups: int, rows: int, rho: float, delta: float) -> tuple[float, int]:
+    """Partition selection with Gaussian noise (OpenDP's ``make_gaussian_threshold``, Rogers 2023):
+    the least scale whose rho fits, then the least threshold whose delta fits, when one person
+    touches at most ``groups`` groups with at most ``rows`` rows each (L0, L2, Linf =
+    groups, rows x sqrt(groups), rows)."""
+    dp = _dp()
+    space = (dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T="i64")),
+             dp.l02inf_distance(dp.absolute_distance(T=float)))
+    d_in = (int(groups), float(rows) * math.sqrt(groups), float(rows))
+
+    def spends(s: float) -> bool:
+        return s > 0 and dp.m.make_gaussian_threshold(*space, scale=s, threshold=2**62).map(d_in)[0] <= rho
+
+    scale = float(dp.binary_search(spends, bounds=(1e-9, 1e12)))
+
+    def fits(t: int) -> bool:
+        return dp.m.make_gaussian_threshold(*space, scale=scale, threshold=t).map(d_in)[1] <= delta
+
+    return scale, int(dp.binary_search(fits, bounds=(int(rows), 2**31 - 1)))
+
+
 def threshold_for(groups: int, rows: int, epsilon: float, delta: float) -> tuple[float, int]:
     """Partition selection's (scale, threshold) when one person touches at most ``groups`` groups
     with at most ``rows`` rows each (OpenDP's L0/L1/Linf sensitivity (groups, groups x rows, rows)):
@@ -108,7 +155,8 @@ def noise_step(plan: dict[str, Any]) -> Callable[[list[tuple]], list[tuple]]:
     function imports only OpenDP (Spark's cloudpickle sends it by value). A mean is the noisy sum
     over the noisy count (at least 1), clamped back into [lo, hi]: post-processing, free."""
     nk, out_count, cs, thr = plan["keys"], plan["count"], plan.get("count_scale"), plan.get("threshold")
-    values, w = list(plan["values"]), math.log(20)
+    gauss = plan.get("mechanism") == "gaussian"
+    values, w = list(plan["values"]), (GAUSS_95 if gauss else math.log(20))
 
     def run(rows: list[tuple]) -> list[tuple]:
         import opendp.prelude as dp
@@ -118,22 +166,24 @@ def noise_step(plan: dict[str, Any]) -> Callable[[list[tuple]], list[tuple]]:
         def draw(xs: list, integer: bool, scale: float) -> list:
             if not xs:
                 return []
+            metric = dp.l2_distance(T=float) if gauss else dp.l1_distance(T="i64" if integer else float)
             if integer:
-                space = dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64")
+                space = dp.vector_domain(dp.atom_domain(T="i64")), metric
                 xs = [int(x) for x in xs]
             else:
-                space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float)
+                space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), metric
                 xs = [float(x) for x in xs]
             try:
-                return list(dp.m.make_laplace(*space, scale=scale)(xs))
+                return list((dp.m.make_gaussian if gauss else dp.m.make_laplace)(*space, scale=scale)(xs))
             except Exception as e:  # noqa: BLE001 - OpenDP's errors (past 64-bit integers): one line
                 raise RuntimeError(f"OpenDP could not add the noise: {str(e).strip().splitlines()[-1][:200]}") from None
 
         ns = [int(r[nk]) for r in rows]
         if thr is not None:
             space = (dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T="i64")),
-                     dp.l01inf_distance(dp.absolute_distance(T="i64")))
-            m = dp.m.make_laplace_threshold(*space, scale=cs, threshold=thr)
+                     (dp.l02inf_distance(dp.absolute_distance(T=float)) if gauss else
+                      dp.l01inf_distance(dp.absolute_distance(T="i64"))))
+            m = (dp.m.make_gaussian_threshold if gauss else dp.m.make_laplace_threshold)(*space, scale=cs, threshold=thr)
             got = m({str(i): n for i, n in enumerate(ns)}) if rows else {}
             kept = sorted(int(i) for i in got)
             noisy_n = [got[str(i)] for i in kept]

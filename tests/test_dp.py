@@ -10,7 +10,11 @@ import pytest
 
 pytest.importorskip("opendp", reason="OpenDP is not installed (pip install 'anonydb[dp]')")
 
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from scipy import stats  # noqa: E402
+
+from conftest import examples  # noqa: E402
 
 from anonydb import noise  # noqa: E402
 from anonydb.errors import InputError  # noqa: E402
@@ -90,6 +94,102 @@ def test_an_adversary_in_1000_groups_counts_in_at_most_G(engine, G, R):
     assert all(s <= R * 100 for _, s in theirs.values())  # clamped to hi
     ours = {g: n for g, n, _ in rows if g.startswith("g")}
     assert sum(ours.values()) <= 50 * G * R and all(n <= 50 * R for n in ours.values())
+
+
+def test_gaussian_noise_is_the_discrete_gaussian_at_the_zcdp_scale():
+    """Counts with R sqrt(G) = 2 sqrt(2) L2 sensitivity at rho = 0.05: sigma = Delta / sqrt(2 rho)
+    (Bun and Steinke 2016, Def. 1.1 and Prop. 1.6), and 5,000 draws fit the discrete Gaussian's
+    exact pmf, proportional to exp(-k^2 / (2 sigma^2)) (Canonne, Kamath and Steinke 2020, Def. 1)."""
+    delta2, rho = 2 * math.sqrt(2), 0.05
+    sigma = noise.gaussian_scale_for(delta2, rho, True)
+    assert sigma == pytest.approx(delta2 / math.sqrt(2 * rho), rel=1e-6)
+    step = noise.noise_step({"keys": 1, "count": True, "count_scale": sigma, "threshold": None, "values": [],
+                             "mechanism": "gaussian"})
+    draws = [int(n) for _, n, *_ in step([(i, 0) for i in range(5000)])]
+    edge = int(2.5 * sigma)
+    weights = {k: math.exp(-k * k / (2 * sigma * sigma)) for k in range(-200, 201)}
+    z = sum(weights.values())
+    cells = list(range(-edge, edge + 1))
+    observed = ([sum(d < -edge for d in draws)] + [sum(d == k for d in draws) for k in cells]
+                + [sum(d > edge for d in draws)])
+    probs = [weights[k] / z for k in cells]
+    tail = (1 - sum(probs)) / 2
+    assert stats.chisquare(observed, [5000 * q for q in [tail] + probs + [tail]]).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("epsilon,delta", [(1.0, 1e-6), (0.3, 1e-8), (4.0, 1e-5)])
+def test_the_gaussian_budget_converts_within_the_classic_bound(epsilon, delta):
+    """rho_for gives the most rho OpenDP converts into (epsilon, delta): no less than the classic
+    conversion allows (epsilon = rho + 2 sqrt(rho ln(1/delta)), Bun and Steinke 2016, Prop. 1.3),
+    and a rho 10% larger converts past epsilon."""
+    rho = noise.rho_for(epsilon, delta)
+    classic = (math.sqrt(math.log(1 / delta) + epsilon) - math.sqrt(math.log(1 / delta))) ** 2
+    assert rho >= classic * (1 - 1e-9)
+    import opendp.prelude as dp
+
+    unit = dp.c.make_zCDP_to_approxDP(dp.m.make_gaussian(dp.atom_domain(T=float, nan=False),
+                                                        dp.absolute_distance(T=float), scale=1.0))
+    assert unit.map(math.sqrt(2 * rho * 1.1)).epsilon(delta) > epsilon >= unit.map(math.sqrt(2 * rho)).epsilon(delta) - 1e-9
+
+
+def test_the_gaussian_threshold_is_the_least_that_fits_delta():
+    """make_gaussian_threshold's own map at (L0, L2, Linf) = (G, R sqrt(G), R): the threshold found
+    spends at most delta and one less spends more; the scale spends at most rho."""
+    import opendp.prelude as dp
+
+    G, R, rho, delta = 3, 2, 0.02, 1e-7
+    scale, t = noise.gaussian_threshold_for(G, R, rho, delta)
+    space = (dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T="i64")),
+             dp.l02inf_distance(dp.absolute_distance(T=float)))
+    d_in = (G, R * math.sqrt(G), R)
+    spent = dp.m.make_gaussian_threshold(*space, scale=scale, threshold=t).map(d_in)
+    assert spent[0] <= rho and spent[1] <= delta
+    assert dp.m.make_gaussian_threshold(*space, scale=scale, threshold=t - 1).map(d_in)[1] > delta
+
+
+def test_a_gaussian_release_spends_its_delta_and_states_l2(engine):
+    """With public keys the Gaussian still spends delta (it is not pure DP); the report's
+    sensitivities are L2 (R sqrt(G)); without delta it is refused in one line."""
+    visits(engine)
+    engine.execute("CREATE OR REPLACE TABLE keys AS SELECT DISTINCT grp FROM v")
+    r = dp("v", person="pid", by="grp", out="og", epsilon=1.0, delta=1e-6, keys="keys", max_groups=2, max_rows=2,
+           engine=engine, mechanism="gaussian")
+    assert r.delta == 1e-6 and r.sensitivities == {"count": pytest.approx(2 * math.sqrt(2))}
+    assert r.scales["count"] == pytest.approx(2 * math.sqrt(2) / math.sqrt(2 * noise.rho_for(1.0, 1e-6)), rel=1e-6)
+    with pytest.raises(InputError, match="Gaussian mechanism is .epsilon, delta.-DP: give delta > 0"):
+        dp("v", person="pid", by="grp", out="og2", epsilon=1.0, keys="keys", engine=engine, mechanism="gaussian")
+
+
+PERSONS = st.lists(st.tuples(st.integers(1, 4), st.integers(1, 4), st.sampled_from([0, 1, 2])), min_size=1,
+                   max_size=12)
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(persons=PERSONS, G=st.integers(1, 3), R=st.integers(1, 3), text=st.booleans(), start=st.integers(0, 5))
+def test_bounded_aggregates_meet_the_bounds_exactly(engine, persons, G, R, text, start):
+    """Persons with k groups (from a pool of 6 keys, one of them NULL) and c rows in each: whichever
+    pairs and rows the keyed hashes choose, the total count is sum over persons of min(G, k) x
+    min(c, R); each group's count is at most the sum of min(c, R) over its persons; each clamped
+    sum is at most 5 per kept row; and no group appears that no person holds. The oracle is plain
+    Python; both keyed hashes (DuckDB's, and the md5 texts PostgreSQL and Spark read) are run."""
+    from anonydb.engines.base import text_keyed_hash
+    from anonydb.methods.dp import Bound
+
+    pool = ["a", "b", None, "c", "d", "e"]
+    rows, per_group, total = [], {}, 0
+    for pid, (k, c, shift) in enumerate(persons):
+        groups = [pool[(start + shift + j) % len(pool)] for j in range(k)]
+        for g in groups:
+            per_group[g] = per_group.get(g, 0) + min(c, R)
+            rows += [(pid, g, float(i * 3)) for i in range(c)]
+        total += min(G, k) * min(c, R)
+    engine.execute("CREATE OR REPLACE TABLE bv (pid INTEGER, grp VARCHAR, cost DOUBLE)")
+    engine.execute("INSERT INTO bv VALUES " + ", ".join(
+        f"({p}, {'NULL' if g is None else repr(g)}, {c})" for p, g, c in rows))
+    keyed = text_keyed_hash if text else engine.keyed_hash
+    _, got = engine.fetch_rows(bounded_sql("bv", "pid", ["grp"], [Bound("cost", 0, 5)], G, R, keyed))
+    assert sum(n for _, n, _ in got) == total
+    assert all(g in per_group and n <= per_group[g] and s <= 5 * n for g, n, s in got)
 
 
 def test_public_keys_are_all_released(engine):

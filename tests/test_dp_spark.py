@@ -32,10 +32,12 @@ def test_bounded_aggregates_and_release_on_spark(duck, sp, spark):
     _drop_ledgers(duck, sp)
 
 
-def test_noise_is_drawn_on_the_executors(duck, sp, spark):
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+def test_noise_is_drawn_on_the_executors(duck, sp, spark, mechanism):
     """2,000 public keys, each held by 5 persons: the noisy counts come back from the executors
     (at most a few rows of the 2,000 reach the driver) and follow the discrete Laplace DuckDB's
-    release follows, compared by distribution (two-sample KS), not by value."""
+    release follows, compared by distribution (two-sample KS), not by value; for the Laplace and
+    the Gaussian."""
     from scipy.stats import ks_2samp
 
     duck.execute("CREATE OR REPLACE TABLE dpmany AS SELECT i AS pid, i % 2000 AS grp FROM range(10000) t(i)")
@@ -43,7 +45,8 @@ def test_noise_is_drawn_on_the_executors(duck, sp, spark):
     for t in ("dpmany", "dpkeys"):
         spark_view(duck, spark, t)
     spark.sql("SELECT * FROM dpmany").repartition(4).createOrReplaceTempView("dpmany")
-    kw = dict(person="pid", by="grp", out="dpmo", epsilon=0.5, keys="dpkeys", replace=True)
+    kw = dict(person="pid", by="grp", out="dpmo", epsilon=0.5, keys="dpkeys", replace=True, mechanism=mechanism,
+              delta=1e-6 if mechanism == "gaussian" else 0.0)
     mark = len(sp.fetched)
     rs = dp("dpmany", engine=sp, **kw)
     assert rs.groups == 2000 and sum(sp.fetched[mark:]) < 20, sp.fetched[mark:]

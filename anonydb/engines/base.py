@@ -242,6 +242,12 @@ class Engine(abc.ABC):
         DuckDB's ``hash``, summed as HUGEINT)."""
         return f"COALESCE(sum(CAST(hash({', '.join(exprs)}) AS HUGEINT)), 0)"
 
+    def keyed_hash(self, salt: int, exprs: list[str]) -> str:
+        """A hash of ``exprs`` keyed by the secret ``salt`` that orders rows where the order must
+        not be the table's (DP's contribution bounds): md5 of the texts, NULL as a mark of its own;
+        DuckDB overrides it with its 64-bit ``hash``."""
+        return text_keyed_hash(salt, exprs)
+
     def writer_id(self) -> int:
         """Who writes this run's staging tables: the process id (an embedded database is local)."""
         return os.getpid()
@@ -304,6 +310,12 @@ class Engine(abc.ABC):
             yield s
         finally:
             s.drop_all()
+
+
+def text_keyed_hash(salt: int, exprs: list[str]) -> str:
+    """:meth:`Engine.keyed_hash` in SQL every engine reads: md5 of the salt and the texts."""
+    parts = [literal(str(salt))] + [f"coalesce(CAST({e} AS VARCHAR), '\\N')" for e in exprs]
+    return "md5(" + " || '|' || ".join(parts) + ")"
 
 
 class Scratch:

@@ -56,6 +56,10 @@ class DuckDBEngine(Engine):
         cols = [d[0] for d in cur.description] if cur.description else []
         return cols, cur.fetchall()
 
+    def keyed_hash(self, salt: int, exprs: list[str]) -> str:
+        """DuckDB's 64-bit ``hash`` of the salt and the values (about 3x cheaper than md5 of texts)."""
+        return f"hash({int(salt)}, {', '.join(exprs)})"
+
     def row_ids(self, s, relation: str) -> tuple[str, str]:
         """DuckDB's ``rowid`` of a base table (no copy), else a numbered copy of the source."""
         kind = self.fetch_rows("SELECT table_type FROM information_schema.tables WHERE table_name = ?", [relation])[1]

@@ -28,16 +28,21 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .. import noise
 from ..engines import connect
+from ..engines.base import text_keyed_hash
 from ..errors import AnonyDBError, InputError
 from ..release import ledger
 from ..release.publish import Publication
 from ..schema import is_numeric_type, split_list
 from ..sources import open_source
-from ..sqlgen import ident, literal
+from ..sqlgen import ident
+
+
+#: the noise mechanisms (OpenDP's): the Laplace composes by epsilon, the Gaussian in zCDP
+MECHANISMS = ("laplace", "gaussian")
 
 
 @dataclass
@@ -96,9 +101,11 @@ class DPResult:
     by: list[str] = field(default_factory=list)
     max_groups: int = 1
     max_rows: int = 1
-    #: each drawn aggregate: its L1 sensitivity and the epsilon it spent
+    #: each drawn aggregate: its sensitivity (L1 for the Laplace, L2 for the Gaussian) and what it
+    #: spent (epsilon, or the Gaussian's zCDP rho)
     sensitivities: dict[str, float] = field(default_factory=dict)
     spent: dict[str, float] = field(default_factory=dict)
+    mechanism: str = "laplace"
     engine: Any = field(default=None, repr=False)
     spec: Any = field(default=None, repr=False)
 
@@ -123,7 +130,8 @@ class DPResult:
 def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: float, delta: float = 0.0,
        count: bool = True, sums: Iterable[Any] = (), means: Iterable[Any] = (), keys: str | None = None,
        max_groups: int = 1, max_rows: int = 1, engine: Any = None, replace: bool = False,
-       series: str | None = None, budget: float | None = None, select: str | None = None) -> DPResult:
+       series: str | None = None, budget: float | None = None, select: str | None = None,
+       mechanism: str = "laplace") -> DPResult:
     """Release the groups of ``source`` by ``by`` with (epsilon, delta)-DP aggregates, by person.
 
     ``count``: the number of rows per group (after bounding); ``sums`` / ``means``: columns with
@@ -135,7 +143,9 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
     the bounds). ``budget``: the epsilon the releases of ``series`` (default: ``out``) and of
     ``source`` may spend in all (basic composition: their epsilons add up); a release that would
     pass it is refused in one line and nothing is written. ``select``: the rows of a query over
-    ``source`` to release instead (:func:`from_query`'s: a filter, a join on the person)."""
+    ``source`` to release instead (:func:`from_query`'s: a filter, a join on the person).
+    ``mechanism``: ``laplace`` (pure epsilon-DP with public keys) or ``gaussian`` (the discrete
+    Gaussian, composed in zCDP within the release; needs delta > 0; :func:`noise_plan`)."""
     t0 = time.perf_counter()
     eng = connect(engine)
     groups_by = split_list(by, "group columns")
@@ -153,10 +163,14 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
                                or not math.isfinite(budget) or budget <= 0):
         raise InputError(f"budget must be a positive number, got {budget!r}")
+    if mechanism not in MECHANISMS:
+        raise InputError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
+    if mechanism == "gaussian" and delta <= 0:
+        raise InputError("the Gaussian mechanism is (epsilon, delta)-DP: give delta > 0 (--delta)")
     if keys is None and delta <= 0:
         raise InputError("group keys that are not public are released only above a noisy threshold, which needs "
                          "delta > 0 (--delta); or give the public keys (--keys TABLE)")
-    spent_delta = delta if keys is None else 0.0
+    spent_delta = delta if keys is None or mechanism == "gaussian" else 0.0
     name = series or out
     before, _ = ledger.dp_spent(eng, name, str(source))
     left = None
@@ -183,7 +197,8 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
             nulls = eng.scalar(f"SELECT count(*) FROM {ident(relation)} WHERE {ident(person)} IS NULL")
             if nulls:
                 raise InputError(f"the person column {person!r} is NULL in {nulls} rows: every row needs its person")
-            agg = s.table(bounded_sql(relation, person, groups_by, sums + means, max_groups, max_rows))
+            agg = s.table(bounded_sql(relation, person, groups_by, sums + means, max_groups, max_rows,
+                                      eng.keyed_hash))
             if keys is not None:
                 kt = dict(eng.columns(keys)) if eng.exists(keys) else None
                 if kt is None or any(c not in kt for c in groups_by):
@@ -194,8 +209,8 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
                 agg = s.table(f"SELECT {', '.join('k.' + ident(c) for c in groups_by)}, {vals} FROM "
                               f"(SELECT DISTINCT {', '.join(ident(c) for c in groups_by)} FROM {ident(keys)}) AS k "
                               f"LEFT JOIN {ident(agg)} AS a ON {on}")
-            plan, names = noise_plan(len(groups_by), count, sums, means, epsilon, delta if keys is None else 0.0,
-                                     max_groups, max_rows, public=keys is not None)
+            plan, names = noise_plan(len(groups_by), count, sums, means, epsilon, spent_delta, max_groups, max_rows,
+                                     public=keys is not None, mechanism=mechanism)
             scales, thr = scales_of(plan, sums, means), plan["threshold"]
             columns = [(c, types[c]) for c in groups_by] + [(n, "DOUBLE") for n in names]
             try:  # only the per-group aggregates reach the noise: here, or on Spark's executors
@@ -209,7 +224,7 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
             eng.create_table_as(stage, f"SELECT * FROM {ident(noisy)}")
             released = int(eng.scalar(f"SELECT count(*) FROM {ident(stage)}"))
             pub.attach([stage], True, "", None)
-        models = {"epsilon": float(epsilon), "delta": spent_delta, "mechanism": "laplace (OpenDP)",
+        models = {"epsilon": float(epsilon), "delta": spent_delta, "mechanism": f"{mechanism} (OpenDP)",
                   "count": bool(count), "sums": [vars(b) for b in sums], "means": [vars(b) for b in means],
                   "max_groups": max_groups, "max_rows": max_rows, "threshold": thr, "budget": budget,
                   "left": None if left is None else float(left)}
@@ -220,64 +235,110 @@ def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: 
                  "tracked": person, "tracked_kind": "person", "rows": released, "groups": released}
         have = ledger.present(eng)
         pub.commit([(stage, out)], entry=lambda: ledger.write_dp(eng, have, entry))
-    gr = max_groups * max_rows  # the L1 sensitivities of the module docstring
+    # the sensitivities of the module docstring: L1 for the Laplace, L2 for the Gaussian
+    gr = max_groups * max_rows if mechanism == "laplace" else max_rows * math.sqrt(max_groups)
     sens = dict(zip(scales, ([gr] if "count" in scales else []) + [gr * b.reach for b in sums + means]))
-    each = float(epsilon) / len(scales)
+    each = plan["each"]  # epsilon (Laplace) or zCDP rho (Gaussian) of each draw
     return DPResult(table=out, groups=released, epsilon=float(epsilon), delta=float(spent_delta),
                     seconds=time.perf_counter() - t0, columns=names, threshold=thr, scales=scales, series=name,
                     left=None if left is None else float(left), budget=budget, person=person, by=groups_by,
                     max_groups=max_groups, max_rows=max_rows, sensitivities=sens, spent={k: each for k in scales},
-                    engine=eng)
+                    engine=eng, mechanism=mechanism)
 
 
 def bounded_sql(relation: str, person: str, by: list[str], bounds: list[Bound], max_groups: int,
-                max_rows: int) -> str:
+                max_rows: int, keyed: Callable[[int, list[str]], str] = text_keyed_hash) -> str:
     """The per-group aggregates after contribution bounding: (by..., _adb_n rows, _adb_s<i> the
-    clamped sum of each bound). A fresh salt keys the hashes that choose a person's rows and groups;
-    it lives in this statement only."""
-    salt = literal(secrets.token_hex(16))
+    clamped sum of each bound). ``keyed(salt, exprs)`` is the engine's keyed hash
+    (:meth:`anonydb.engines.base.Engine.keyed_hash`); fresh secret salts, living in this
+    statement only, choose a person's rows and groups.
+
+    The plan aggregates once by (person, group) and goes back to the rows only where it must:
+
+    * ``pg``: each (person, group) pair's rows and clamped sums;
+    * the pairs with more than R rows take the R rows of least keyed hash (a window over those
+      pairs' rows only), the others are kept whole;
+    * a person in more than G groups keeps the G of least keyed hash of (person, group) (a window
+      over those persons' pairs only), the others keep every pair;
+    * the kept pairs summed by group.
+
+    A table where every person holds few rows (the common case) costs two aggregations and a join,
+    about 1.5x the floor of one aggregation by (person, group) (BENCHMARKS.md)."""
+    s1, s2 = secrets.randbits(62), secrets.randbits(62)
     p = ident(person)
-    text = lambda c: f"coalesce(CAST({ident(c)} AS VARCHAR), '\\N')"  # noqa: E731
-    gkey = " || '|' || ".join([text(person)] + [text(c) for c in by])
-    rkey = " || '|' || ".join([gkey] + [text(b.column) for b in bounds])
-    clamps = "".join(f", least(greatest(CAST({ident(b.column)} AS DOUBLE), {b.lo!r}), {b.hi!r}) AS _adb_v{i}"
-                     for i, b in enumerate(bounds))
-    keys = ", ".join(ident(c) for c in by)
-    sums = "".join(f", sum(_adb_v{i}) AS _adb_s{i}" for i in range(len(bounds)))
-    return (f"WITH r AS (SELECT {p}, {keys}{clamps}, md5({salt} || {gkey}) AS _adb_g, "
-            f"row_number() OVER (PARTITION BY md5({salt} || {gkey}) ORDER BY md5({salt} || 'r' || {rkey})) AS _adb_r "
-            f"FROM {ident(relation)}), "
-            f"kept AS (SELECT * FROM r WHERE _adb_r <= {int(max_rows)}), "
-            f"g AS (SELECT {p}, _adb_g, row_number() OVER (PARTITION BY {p} ORDER BY _adb_g) AS _adb_k "
-            f"FROM (SELECT DISTINCT {p}, _adb_g FROM kept) AS d) "
-            f"SELECT {keys}, count(*) AS _adb_n{sums} FROM kept JOIN g ON g.{p} = kept.{p} AND g._adb_g = kept._adb_g "
-            f"WHERE g._adb_k <= {int(max_groups)} GROUP BY {keys}")
+    keys = [ident(c) for c in by]
+    kl = ", ".join(keys)
+    def clamp(b: Bound, at: str = "") -> str:
+        return f"least(greatest(CAST({at}{ident(b.column)} AS DOUBLE), {b.lo!r}), {b.hi!r})"
+
+    sums = "".join(f", sum({clamp(b)}) AS _adb_s{i}" for i, b in enumerate(bounds))
+    agg = "".join(f", sum(_adb_s{i}) AS _adb_s{i}" for i in range(len(bounds)))
+    vals = "".join(f", _adb_s{i}" for i in range(len(bounds)))
+    same = " AND ".join([f"t.{p} = o.{p}"] + [f"t.{k} IS NOT DISTINCT FROM o.{k}" for k in keys])
+    rowkey = keyed(s2, [f"t.{ident(c)}" for c in dict.fromkeys([person] + by + [b.column for b in bounds])])
+    picked = "".join(f", {clamp(b, 't.')} AS _adb_v{i}" for i, b in enumerate(bounds))
+    return (f"WITH pg AS (SELECT {p}, {kl}, count(*) AS _adb_c{sums} FROM {ident(relation)} GROUP BY {p}, {kl}), "
+            f"o AS (SELECT {p}, {kl} FROM pg WHERE _adb_c > {int(max_rows)}), "
+            f"r AS (SELECT t.{p}, {', '.join('t.' + k for k in keys)}{picked}, row_number() OVER "
+            f"(PARTITION BY t.{p}, {', '.join('t.' + k for k in keys)} ORDER BY {rowkey}) AS _adb_r "
+            f"FROM {ident(relation)} AS t JOIN o ON {same}), "
+            f"pairs AS (SELECT {p}, {kl}, _adb_c{vals} FROM pg WHERE _adb_c <= {int(max_rows)} UNION ALL "
+            f"SELECT {p}, {kl}, count(*) AS _adb_c" + "".join(f", sum(_adb_v{i}) AS _adb_s{i}" for i in range(len(bounds)))
+            + f" FROM r WHERE _adb_r <= {int(max_rows)} GROUP BY {p}, {kl}), "
+            f"np AS (SELECT {p}, count(*) AS _adb_np FROM pairs GROUP BY {p}), "
+            f"kept AS (SELECT pairs.* FROM pairs JOIN np ON pairs.{p} = np.{p} WHERE np._adb_np <= {int(max_groups)} "
+            f"UNION ALL SELECT {p}, {kl}, _adb_c{vals} FROM (SELECT pairs.*, row_number() OVER (PARTITION BY "
+            f"pairs.{p} ORDER BY {keyed(s1, ['pairs.' + p] + ['pairs.' + k for k in keys])}) AS _adb_k FROM pairs "
+            f"JOIN np ON pairs.{p} = np.{p} WHERE np._adb_np > {int(max_groups)}) AS w WHERE _adb_k <= "
+            f"{int(max_groups)}) "
+            f"SELECT {kl}, sum(_adb_c) AS _adb_n{agg} FROM kept GROUP BY {kl}")
 
 
 def noise_plan(nkeys: int, count: bool, sums: list[Bound], means: list[Bound], epsilon: float, delta: float,
-               max_groups: int, max_rows: int, public: bool) -> tuple[dict[str, Any], list[str]]:
-    """What the noise step draws (:func:`anonydb.noise.noise_step`), fixed from the budget alone:
-    each of the m aggregates drawn spends epsilon / m (basic composition), the count with the
-    partition selection's delta when the keys are not public; and the output's value columns."""
+               max_groups: int, max_rows: int, public: bool, mechanism: str = "laplace"
+               ) -> tuple[dict[str, Any], list[str]]:
+    """What the noise step draws (:func:`anonydb.noise.noise_step`), fixed from the budget alone,
+    and the output's value columns.
+
+    Laplace: each of the m aggregates drawn spends epsilon / m (basic composition), the count
+    with the partition selection's delta when the keys are not public.
+
+    Gaussian: the draws compose in zCDP (rho adds up, Bun and Steinke 2016): the release's rho is
+    the most that OpenDP's conversion turns into (epsilon, delta_c)-DP, shared evenly by the m
+    draws, each scaled to its L2 sensitivity (a count R sqrt(G), a sum R sqrt(G) max(|lo|, |hi|));
+    with keys that are not public, half of delta goes to the threshold (delta_c the other half)."""
     bounds = sums + means
     drawn_count = count or bool(means) or not public
     m = int(drawn_count) + len(bounds)
-    eps = epsilon / m
     G, R = max_groups, max_rows
     thr = cs = None
-    if not public:
-        cs, thr = noise.threshold_for(G, R, eps, delta)
-    elif drawn_count:
-        cs = noise.scale_for(G * R, eps, True)
+    eps = each = 0.0
+    if mechanism == "gaussian":
+        d_thr = 0.0 if public else delta / 2
+        each = noise.rho_for(epsilon, delta - d_thr) / m
+        l2 = R * math.sqrt(G)
+        if not public:
+            cs, thr = noise.gaussian_threshold_for(G, R, each, d_thr)
+        elif drawn_count:
+            cs = noise.gaussian_scale_for(l2, each, True)
+        scale_of = lambda b: noise.gaussian_scale_for(l2 * b.reach, each, b.integer)  # noqa: E731
+    else:
+        eps = epsilon / m
+        if not public:
+            cs, thr = noise.threshold_for(G, R, eps, delta)
+        elif drawn_count:
+            cs = noise.scale_for(G * R, eps, True)
+        scale_of = lambda b: noise.scale_for(G * R * b.reach, eps, b.integer)  # noqa: E731
     values = [{"kind": "sum" if j < len(sums) else "mean", "integer": b.integer, "lo": b.lo, "hi": b.hi,
-               "scale": noise.scale_for(G * R * b.reach, eps, b.integer)} for j, b in enumerate(bounds)]
+               "scale": scale_of(b)} for j, b in enumerate(bounds)]
     names: list[str] = []
     if count:
         names += ["count", "count_scale", "count_lo95", "count_hi95"]
     for b in sums:
         names += [f"sum_{b.column}", f"sum_{b.column}_scale", f"sum_{b.column}_lo95", f"sum_{b.column}_hi95"]
     names += [f"mean_{b.column}" for b in means]
-    plan = {"keys": nkeys, "count": bool(count), "count_scale": cs, "threshold": thr, "values": values}
+    plan = {"keys": nkeys, "count": bool(count), "count_scale": cs, "threshold": thr, "values": values,
+            "mechanism": mechanism, "each": each if mechanism == "gaussian" else eps}
     return plan, names
 
 
@@ -290,11 +351,11 @@ def scales_of(plan: dict[str, Any], sums: list[Bound], means: list[Bound]) -> di
 
 
 def add_noise(rows: list[tuple], nkeys: int, count: bool, sums: list[Bound], means: list[Bound], epsilon: float,
-              delta: float, max_groups: int, max_rows: int, public: bool
+              delta: float, max_groups: int, max_rows: int, public: bool, mechanism: str = "laplace"
               ) -> tuple[list[tuple], list[str], dict[str, float], int | None]:
     """Noisy aggregates of ``rows`` (keys..., n, s_0, ...) where anonydb runs: (output rows, their
     value columns, the scales, the threshold when the keys were selected)."""
-    plan, names = noise_plan(nkeys, count, sums, means, epsilon, delta, max_groups, max_rows, public)
+    plan, names = noise_plan(nkeys, count, sums, means, epsilon, delta, max_groups, max_rows, public, mechanism)
     return noise.noise_step(plan)(rows), names, scales_of(plan, sums, means), plan["threshold"]
 
 

@@ -25,6 +25,9 @@ def add_parser(sub: Any, db_help: str, engine_help: str,
     d.add_argument("--epsilon", type=float, required=True, help="the privacy budget this release spends")
     d.add_argument("--delta", type=float, default=0.0,
                    help="the chance a group only few persons hold is released (needed without --keys)")
+    d.add_argument("--mechanism", choices=["laplace", "gaussian"], default="laplace",
+                   help="OpenDP's noise: laplace (the default; pure epsilon-DP with --keys) or gaussian (the "
+                        "discrete Gaussian, composed in zCDP within the release; needs --delta)")
     d.add_argument("--keys", metavar="TABLE", help="a table of the public group keys: every key released, no threshold")
     d.add_argument("--max-groups", type=int, default=1, metavar="G", help="groups a person counts in (default 1)")
     d.add_argument("--max-rows", type=int, default=1, metavar="R", help="rows a person counts per group (default 1)")
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace, engine: Any) -> int:
                         sums=args.sum, means=args.mean)
         r = dp(what.pop("source"), person=args.person, out=args.out, epsilon=args.epsilon, delta=args.delta,
                keys=args.keys, max_groups=args.max_groups, max_rows=args.max_rows, engine=engine,
-               replace=args.replace, series=args.series, budget=args.budget, **what)
+               replace=args.replace, series=args.series, budget=args.budget, mechanism=args.mechanism, **what)
         if args.html:
             from .dpreport import dp_report, write_dp_report
 

@@ -9,10 +9,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..noise import INTERVAL_95
+from ..noise import GAUSS_95, INTERVAL_95
 from ..sqlgen import ident
 from .reporting import CSS, _check_report_target, _e, _fmt, _now, _write_atomic, bar_chart
 
+#: what the noise is, by mechanism (False: the Laplace, True: the Gaussian)
+NOISE = {False: "OpenDP's Laplace (discrete for counts and integer sums): scale b = L1 sensitivity / epsilon; a "
+                "value's 95% interval is +- b ln 20.",
+         True: "OpenDP's Gaussian (discrete for counts and integer sums), composed in zCDP: scale sigma = L2 "
+               "sensitivity / sqrt(2 rho); the release's rho is what OpenDP converts into its (epsilon, delta); a "
+               "value's 95% interval is +- 1.96 sigma."}
 #: the released groups the page lists (largest noisy counts first)
 TOP = 20
 
@@ -20,7 +26,7 @@ TOP = 20
 def dp_report(r: Any) -> dict[str, Any]:
     """The report of :class:`anonydb.methods.dp.DPResult` ``r`` as a JSON-able dict."""
     aggs = [{"aggregate": k, "sensitivity": r.sensitivities.get(k), "epsilon": r.spent.get(k), "scale": v,
-             "interval_95": v * INTERVAL_95} for k, v in r.scales.items()]
+             "interval_95": v * (GAUSS_95 if r.mechanism == "gaussian" else INTERVAL_95)} for k, v in r.scales.items()]
     top: list[dict[str, Any]] = []
     if "count" in r.columns and r.engine is not None:
         keys = ", ".join(ident(c) for c in r.by)
@@ -33,7 +39,7 @@ def dp_report(r: Any) -> dict[str, Any]:
             "epsilon": r.epsilon, "delta": r.delta, "series": r.series, "budget": r.budget, "left": r.left,
             "person": r.person, "by": r.by, "max_groups": r.max_groups, "max_rows": r.max_rows,
             "threshold": r.threshold, "groups": r.groups, "columns": r.columns, "aggregates": aggs, "top": top,
-            "seconds": r.seconds}
+            "seconds": r.seconds, "mechanism": r.mechanism}
 
 
 def dp_section(d: dict[str, Any]) -> str:
@@ -47,12 +53,13 @@ def dp_section(d: dict[str, Any]) -> str:
              ("budget of series " + repr(d["series"]), budget), ("privacy unit", f"the person ({d['person']})"),
              ("contribution bounds", f"at most {d['max_groups']} groups per person, {d['max_rows']} rows per group"),
              ("group keys", sel), ("groups released", d["groups"]), ("grouped by", ", ".join(d["by"]))]
+    gauss = d.get("mechanism") == "gaussian"
     out = ["<h2>Differential privacy</h2><table id=\"dp-facts\">" + "".join(
         f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts) + "</table>",
-        "<h3>Noise by aggregate</h3><p class=\"muted\">OpenDP's Laplace (discrete for counts and integer sums); "
-        "the scale b = sensitivity / epsilon; a value's 95% interval is +- b ln 20. A mean is a noisy sum over the "
-        "noisy count, clamped into its bounds.</p><table id=\"dp-noise\"><tr><th>aggregate</th><th>L1 sensitivity"
-        "</th><th>epsilon</th><th>scale b</th><th>95% half-width</th></tr>" + "".join(
+        f"<h3>Noise by aggregate</h3><p class=\"muted\">{_e(NOISE[gauss])} A mean is a noisy sum over the noisy "
+        f"count, clamped into its bounds.</p><table id=\"dp-noise\"><tr><th>aggregate</th><th>{'L2' if gauss else 'L1'}"
+        f" sensitivity</th><th>{'rho (zCDP)' if gauss else 'epsilon'}</th><th>scale</th><th>95% half-width</th>"
+        "</tr>" + "".join(
             f"<tr><td>{_e(a['aggregate'])}</td><td class=\"num\">{_fmt(a['sensitivity'])}</td>"
             f"<td class=\"num\">{_fmt(a['epsilon'])}</td><td class=\"num\">{_fmt(a['scale'])}</td>"
             f"<td class=\"num\">{_fmt(a['interval_95'])}</td></tr>" for a in d["aggregates"]) + "</table>"]

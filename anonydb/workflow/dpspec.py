@@ -13,6 +13,7 @@
       max_groups: 4
       max_rows: 2
       budget: 2                         # the series' epsilon in all (basic composition)
+      mechanism: laplace                # or gaussian (zCDP within the release; needs delta)
     series: monthly                     # the releases that share the budget (default: the output)
     output: visit_stats
     report: visit_stats.html
@@ -29,7 +30,7 @@ from ..errors import InputError
 
 TOP = ("version", "source", "database", "dp", "output", "report", "series")
 KEYS = ("person", "by", "count", "sum", "mean", "epsilon", "delta", "keys", "max_groups", "max_rows", "budget",
-        "query")
+        "query", "mechanism")
 NUMBER = (int, float)
 
 
@@ -60,6 +61,10 @@ def load_dp_spec(ck: Any, raw: dict[str, Any], p: Path, base: Path, text: str, l
                 if d[key] < 1:
                     ck.bad(at + (key,), f"expected a positive integer, got {d[key]!r}")
                 out[key] = d[key]
+        if "mechanism" in d and d["mechanism"] not in ("laplace", "gaussian"):
+            ck.bad(at + ("mechanism",), f"expected laplace or gaussian, got {d['mechanism']!r}")
+        elif "mechanism" in d:
+            out["mechanism"] = d["mechanism"]
         for key in ("keys", "query"):
             if key in d and ck.typed(d[key], at + (key,), (str,), "a table name" if key == "keys" else "a SELECT"):
                 out[key] = d[key]
