@@ -35,9 +35,9 @@ from conftest import ROOT, need_shared
 
 PAGES = ["README.md", "docs/models.md", "docs/methods.md", "docs/engines.md", "docs/sql-only.md", "docs/dbt.md",
          "docs/releases.md", "docs/evaluate.md", "docs/cli.md", "docs/fail-closed.md", "docs/design.md",
-         "docs/persons.md", "docs/risk.md"]
+         "docs/persons.md", "docs/risk.md", "docs/dp.md"]
 #: the pages whose Python blocks run (the other docs' run in the method tests: test_mondrian.py, ...)
-PYTHON_PAGES = {"README.md", "docs/persons.md", "docs/risk.md", "docs/releases.md"}
+PYTHON_PAGES = {"README.md", "docs/persons.md", "docs/risk.md", "docs/releases.md", "docs/dp.md"}
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n?", re.S | re.M)
 PLACEHOLDER = re.compile(r"\.\.\.|\[|<|\$PG|\b[A-Z]{2,}\b(?!=)")
 DURATION = re.compile(r"\d+(?:\.\d+)? s\b")
