@@ -57,3 +57,24 @@ def test_noise_has_the_same_spread(duck, pg, visits):
     # each person counts once (G = 1): 400 rows over three groups, about 133 each
     for counts in got.values():
         assert abs(statistics.mean(counts) - 400 / 3) < 2 and sum(counts) / 10 == pytest.approx(400, abs=15)
+
+
+def test_the_budget_is_kept_by_the_server_across_runs(pg, pg_url, visits, capsys):
+    """Budget 1 in series 'pgm': a release of 0.6 from the command line (its own connection), then
+    a second of 0.6 from another run is refused in one line, its table never written; `anonydb
+    releases` on the server shows the one spent."""
+    from anonydb.workflow.cli import main
+
+    pg.execute(f"CREATE TABLE dpvb AS SELECT * FROM {visits}")  # a source of its own: the budget counts by source too
+    args = ["dp", "dpvb", "--db", pg_url, "--person", "pid", "--by", "grp", "--keys", "dpk", "--epsilon", "0.6",
+            "--budget", "1", "--series", "pgm"]
+    assert main(args + ["--out", "dpb1"]) == 0
+    assert "epsilon 0.4 left" in capsys.readouterr().out
+    assert main(args + ["--out", "dpb2"]) == 2
+    err = capsys.readouterr().err
+    assert "the budget of series 'pgm' is epsilon 1, 0.6 of it spent" in err and len(err.strip().splitlines()) == 1
+    assert pg.exists("dpb1") and not pg.exists("dpb2")
+    assert main(["releases", "--db", pg_url]) == 0
+    assert "budget 1.0, 0.4 left after it" in capsys.readouterr().out
+    for name in ("dpb1", "dpvb"):
+        pg.drop(name)
