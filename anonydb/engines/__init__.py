@@ -73,4 +73,12 @@ def connect_postgres(url_or_connection: Any, *, read_only: bool = False) -> Engi
     return PostgresEngine(url_or_connection, read_only=read_only)
 
 
-__all__ = ["DuckDBEngine", "Engine", "connect", "connect_postgres", "connect_spark", "is_postgres_url", "is_spark_url"]
+__all__ = ["DuckDBEngine", "Engine", "connect", "connect_postgres", "connect_spark", "is_postgres_url", "is_spark_url",
+           "safe_url"]
+
+
+def safe_url(url: str) -> str:
+    """A database URL without its password, for what a person sees (messages, the workbench)."""
+    from .postgres import _safe_url
+
+    return _safe_url(url)

@@ -15,6 +15,7 @@ from ..checker import check
 from ..errors import InputError
 from . import ledgercmd
 from .cliargs import _parser  # noqa: F401  (the parser: anonydb.workflow.cli._parser, as before)
+from .cliargs import extra_params as _extra, int_if_whole as _int_if_whole, model_params
 
 
 
@@ -178,32 +179,6 @@ def _presence_args(args: argparse.Namespace) -> bool:
     return True
 
 
-def _extra(args: argparse.Namespace) -> dict[str, Any]:
-    """The parameters of the models beyond k, l, t, n, alpha and delta that were given: beta-likeness
-    (--beta-variant alone is an error), pd-/npd-recursive l, confidence bounding, (X,Y)-privacy,
-    (k,e), (epsilon,m) and multiple-QID k."""
-    out: dict[str, Any] = {}
-    if getattr(args, "beta", None) is None:
-        if getattr(args, "beta_variant", "basic") != "basic":
-            raise InputError("--beta-variant applies to beta-likeness: give --beta as well")
-    else:
-        out.update(beta=_int_if_whole(args.beta), beta_variant=args.beta_variant)
-    for name, key in (("allowed", "allowed"), ("protected", "protected"), ("conf_bound", "conf_bound"),
-                      ("xy_k", "xy_k"), ("ke", "ke"), ("epsilon_m", "epsilon_m"), ("multi_k", "multi_k"),
-                      ("qid_sets", "qid_sets"), ("guard", "guard")):
-        if getattr(args, name, None) is not None:
-            out[key] = getattr(args, name)
-    for name in ("c2", "breach"):
-        if getattr(args, name, None) is not None:
-            out[name] = _int_if_whole(getattr(args, name))
-    return out
-
-
-def _int_if_whole(x: float | None):
-    return int(x) if x is not None and float(x).is_integer() else x
-
-
-
 def _plan(args) -> int:
     from .jobs import plan_spec
 
@@ -325,12 +300,8 @@ def _check(args: argparse.Namespace) -> int:
         print(report.to_json() if args.json else report.format(listed))
         return 0 if report.holds else 1
     try:
-        report = check(
-            args.source, args.qi, args.sensitive, engine=engine, hierarchies=hierarchies, kinds=kinds,
-            max_groups=fetch, k=args.k, l=_int_if_whole(args.l), l_variant=args.l_variant, c=args.c,
-            t=args.t, distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, supersets=args.supersets,
-            reference=args.reference, person=args.person, **_extra(args),
-        )
+        report = check(args.source, args.qi, args.sensitive, engine=engine, hierarchies=hierarchies, kinds=kinds,
+                       max_groups=fetch, person=args.person, **model_params(args))
     finally:
         engine.close()
     print(report.to_json() if args.json else report.format(listed))
@@ -742,6 +713,12 @@ def _dp(args: argparse.Namespace) -> int:
     return dpcmd.run(args, _engine_for(args))
 
 
+def _ui(args: argparse.Namespace) -> int:
+    from .ui import server
+
+    return server.run(args, _engine_for(args))
+
+
 def _risk(args: argparse.Namespace) -> int:
     from . import riskcmd
 
@@ -1008,4 +985,4 @@ if __name__ == "__main__":  # pragma: no cover
 #: the subcommands and their handlers
 _COMMANDS = {"check": _check, "anonymize": _anonymize, "release": _release, "releases": _releases, "plan": _plan, "report": _report,
              "audit": _audit, "evaluate": _evaluate, "tradeoff": _tradeoff, "demo": _demo,
-             "sql": _sql, "risk": _risk, "dp": _dp}
+             "sql": _sql, "risk": _risk, "dp": _dp, "ui": _ui}

@@ -89,6 +89,39 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 
+def extra_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The parameters of the models beyond k, l, t, n, alpha and delta that were given: beta-likeness
+    (--beta-variant alone is an error), pd-/npd-recursive l, confidence bounding, (X,Y)-privacy,
+    (k,e), (epsilon,m) and multiple-QID k."""
+    from ..errors import InputError
+
+    out: dict[str, Any] = {}
+    if getattr(args, "beta", None) is None:
+        if getattr(args, "beta_variant", "basic") != "basic":
+            raise InputError("--beta-variant applies to beta-likeness: give --beta as well")
+    else:
+        out.update(beta=int_if_whole(args.beta), beta_variant=args.beta_variant)
+    for name in ("allowed", "protected", "conf_bound", "xy_k", "ke", "epsilon_m", "multi_k", "qid_sets", "guard"):
+        if getattr(args, name, None) is not None:
+            out[name] = getattr(args, name)
+    for name in ("c2", "breach"):
+        if getattr(args, name, None) is not None:
+            out[name] = int_if_whole(getattr(args, name))
+    return out
+
+
+def int_if_whole(x: float | None):
+    return int(x) if x is not None and float(x).is_integer() else x
+
+
+def model_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The models' parameters of ``anonydb check`` (the options of the "privacy models" group) as
+    :func:`anonydb.check` takes them; the browser workbench reads its fields the same way."""
+    return dict(k=args.k, l=int_if_whole(args.l), l_variant=args.l_variant, c=args.c, t=args.t,
+                distance=args.distance, n=args.n, alpha=args.alpha, delta=args.delta, supersets=args.supersets,
+                reference=args.reference, **extra_params(args))
+
+
 def _delta_arg(text: str):
     """--delta: one number (delta-disclosure) or 'min,max' (delta-presence, kept as text)."""
     if "," in text:
@@ -143,6 +176,8 @@ EXAMPLES = {
     "dp": ("anonydb dp visits.csv --person person_id --by diagnosis,month --mean cost:0:5000 --epsilon 1 "
            "--delta 1e-6 --max-groups 4 --out visit_stats --db w.duckdb",
            "noisy counts and mean costs per diagnosis and month; a person counts in at most 4 of them"),
+    "ui": ("anonydb ui --db adult.duckdb",
+           "serve the workbench for adult.duckdb on this machine; open the printed URL (it holds the token)"),
     "sql": ("anonydb sql --out anonydb.sql",
             "write the script; `.read anonydb.sql` in the DuckDB CLI installs its macros"),
     "demo": ("anonydb demo --rows 10000 --k 10",
@@ -415,6 +450,9 @@ def _parser() -> argparse.ArgumentParser:
     from . import dpcmd
 
     dpcmd.add_parser(sub, DB_HELP, ENGINE_HELP, _about)
+    from .ui import server as ui_server
+
+    ui_server.add_parser(sub, DB_HELP, ENGINE_HELP, _about)
 
     q = sub.add_parser("sql", **_about("sql", "write anonydb as one SQL script of DuckDB table macros (the checks, "
                                               "generalization, Mondrian, Anatomy, risk), for `.read` in the DuckDB "
