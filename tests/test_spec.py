@@ -211,3 +211,13 @@ def test_adult_spec_end_to_end(tmp_path, method, privacy, hier):
     rep = anonydb.spec_report(path)
     assert rep["holds"] is True and rep["method"] == name
     assert [v["holds"] for v in rep["verdicts"]] == [v["holds"] for v in report["verdicts"]]
+
+
+def test_a_grouping_hierarchy_for_categories(tmp_path):
+    """hierarchy: {groups: {group: [values]}}: each value under its group, then *; anything else
+    named with its line."""
+    text = GOOD.replace("  ssn: identifier", "  sex: {role: qi, hierarchy: {groups: {Any: [F, M]}}}")
+    sp = load_spec(spec_file(tmp_path, text))
+    assert sp.hierarchies["sex"].ancestors("F") == ["F", "Any", "*"]
+    bad = GOOD.replace("  ssn: identifier", "  sex: {role: qi, hierarchy: {groups: [F, M]}}")
+    assert [m for _, m in problems(tmp_path, bad)] == ["expected a mapping of group -> [values]"]

@@ -142,3 +142,35 @@ def test_a_csv_file_is_a_source(engine, tmp_path):
     assert got == {"id": 50, "age": 7, "sex": 2}
     with pytest.raises(InputError, match="is not a CSV or Parquet file"):
         wb.open_file(str(tmp_path / "missing.csv"))
+
+
+def test_the_lattice_is_full_domains_solution_space(engine):
+    """Two QIs with category groups (value, group, *): every one of the 9 level vectors, its classes
+    and smallest class as a plain-Python generalization counts them, its loss the mean of level /
+    height, and k-anonymity where the smallest class reaches k."""
+    import itertools
+
+    rows = [("FM"[i % 2], f"z{i % 5}", "flu" if i % 3 else "cold") for i in range(60)] + [("F", "z0", "flu")]
+    engine.execute("CREATE OR REPLACE TABLE lat (sex VARCHAR, zip VARCHAR, diagnosis VARCHAR)")
+    engine.execute("INSERT INTO lat VALUES " + ", ".join(f"('{a}', '{b}', '{c}')" for a, b, c in rows))
+    groups = {"sex": {"All": ["F", "M"]}, "zip": {"North": ["z0", "z1"], "South": ["z2", "z3", "z4"]}}
+    wb = Workbench(engine, "")
+    spec = wb.spec("lat", {"sex": "qi", "zip": "qi", "diagnosis": "sensitive"},
+                   {q: {"groups": g} for q, g in groups.items()}, "fulldomain", {"k": 12}, "unused")
+    points = {tuple(p["levels"].values()): p for p in wb.lattice(spec, 12)}
+    assert len(points) == 9
+    up = {q: {v: g for g, vs in gs.items() for v in vs} for q, gs in groups.items()}
+
+    def label(q, v, level):
+        return v if level == 0 else up[q][v] if level == 1 else "*"
+
+    for a, b in itertools.product(range(3), range(3)):
+        sizes = collections.Counter((label("sex", s, a), label("zip", z, b)) for s, z, _ in rows)
+        p = points[(a, b)]
+        assert p["classes"] == len(sizes) and p["risk"] == pytest.approx(1 / min(sizes.values()))
+        assert p["loss"] == pytest.approx((a / 2 + b / 2) / 2) and p["holds"] == (min(sizes.values()) >= 12)
+    table = wb.node(spec, {"sex": 1, "zip": 1})
+    assert sorted(set(r[0] for r in engine.fetch_rows(f'SELECT zip FROM "{table}"')[1])) == ["North", "South"]
+    wb.drop_explored()
+    assert not engine.exists(table)
+    engine.drop("lat")

@@ -497,7 +497,7 @@ def _hierarchy(ck: _Checker, v: Any, at: tuple, base: Path) -> Any:
         except InputError as e:
             ck.bad(at, str(e))
             return None
-    builders = ("intervals", "breakpoints", "mask", "dates")
+    builders = ("intervals", "breakpoints", "mask", "dates", "groups")
     if not ck.keys(v, at, builders):
         return None
     if len(v) != 1:
@@ -511,6 +511,12 @@ def _hierarchy(ck: _Checker, v: Any, at: tuple, base: Path) -> Any:
         elif kind == "breakpoints":
             if ck.typed(arg, at + (kind,), (list,), "a list of breakpoint lists, one per level"):
                 return Hierarchy.intervals(breakpoints=arg)
+        elif kind == "groups":  # categories: {group: [value, ...]}, each value under its group, then *
+            if not (isinstance(arg, dict) and arg and all(isinstance(vs, list) and vs for vs in arg.values())):
+                ck.bad(at + (kind,), "expected a mapping of group -> [values]")
+                return None
+            return Hierarchy.from_mapping({str(x): [str(g), "*"] for g, vs in arg.items() for x in vs},
+                                          source="groups")
         elif kind == "mask":
             if ck.typed(arg, at + (kind,), (int,), "the code length"):
                 return Hierarchy.masking(length=arg)

@@ -130,14 +130,14 @@ def build(wb: Workbench) -> None:
         # -- Explore ---------------------------------------------------------------------------------
         with ui.tab_panel(t_explore):
             with ui.row().classes("items-end"):
-                ks = ui.input("k values", value="2,5,10,20,50").props("data-testid=ks")
+                ks = ui.input("k values (full-domain: its lattice at the Check tab's k)", value="2,5,10,20,50").props("data-testid=ks")
                 ui.button("Explore", on_click=lambda: explore()).props("data-testid=explore")
             frontier = ui.echart({"xAxis": {"name": "loss (NCP)"}, "yAxis": {"name": "highest risk"}, "series": []},
                                  on_point_click=lambda e: pick(e.data)).props("data-testid=frontier").classes("w-full h-72")
             points_table = ui.table(columns=[{"name": c, "label": c, "field": c} for c in (
-                "k", "holds", "loss", "highest risk", "average risk", "classes")], rows=[], row_key="k").props(
+                "point", "holds", "loss", "highest risk", "average risk", "classes")], rows=[], row_key="point").props(
                 "data-testid=points dense").classes("w-full")
-            points_table.on("rowClick", lambda e: pick({"k": e.args[1]["k"]}))
+            points_table.on("rowClick", lambda e: pick({"key": e.args[1]["point"]}))
             detail = ui.column().classes("w-full").props("data-testid=detail")
 
         # -- Release ---------------------------------------------------------------------------------
@@ -285,44 +285,68 @@ def build(wb: Workbench) -> None:
         show_spec()
 
     async def explore() -> None:
+        """Mondrian (or Anatomy): the method at each k of the list. Full-domain: its lattice."""
         if not st["source"]:
             return fail(Exception("open a source first (Data)"))
         try:
-            k_list = sorted({int(x) for x in ks.value.replace(" ", "").split(",") if x})
-            if not k_list or min(k_list) < 2:
-                raise ValueError("give k values of 2 or more, comma-separated")
-            values = {d: w.value for d, w in st["fields"].items()}  # the other models, k from the list
-            privacy = {k: v for k, v in spec_privacy(model_params({**values, "k": k_list[0]})).items() if k != "k"}
-            base = current_spec(privacy)
+            values = {d: w.value for d, w in st["fields"].items()}
+            if st["method"] == "fulldomain":
+                k = int(values["k"]) if str(values.get("k") or "").strip() else None
+                base = current_spec({"k": k or 2})
+                points = await job("lattice", lambda: wb.lattice(base, k))
+            else:
+                k_list = sorted({int(x) for x in ks.value.replace(" ", "").split(",") if x})
+                if not k_list or min(k_list) < 2:
+                    raise ValueError("give k values of 2 or more, comma-separated")
+                privacy = {n: v for n, v in spec_privacy(model_params({**values, "k": k_list[0]})).items() if n != "k"}
+                base = current_spec(privacy)  # the other models held, k from the list
+                points = await job("explore", lambda: wb.explore(base, k_list))
+                for p in points or []:
+                    p["key"] = f"k={p['k']}"
         except Exception as e:  # noqa: BLE001
             return fail(e)
-        points = await job("explore", lambda: wb.explore(base, k_list))
         if points is None:
             return
-        frontier.options["series"] = [{"type": "scatter", "symbolSize": 14, "data": [
-            {"value": [p["loss"], p["risk"]], "name": f"k={p['k']}", "k": p["k"]} for p in points],
-            "label": {"show": True, "formatter": "{b}", "position": "top"}}]
+        st["explored"], st["base"] = {p["key"]: p for p in points}, base
+        ok = [p for p in points if p["holds"]]
+        bad = [p for p in points if not p["holds"]]
+        lattice = st["method"] == "fulldomain"
+        frontier.options["series"] = [
+            {"type": "scatter", "name": name, "symbolSize": 9 if lattice else 14, "itemStyle": {"color": color},
+             "data": [{"value": [p["loss"], p["risk"]], "name": p["key"], "key": p["key"]} for p in group],
+             "label": {"show": not lattice, "formatter": "{b}", "position": "top"}}
+            for name, group, color in (("holds", ok, "#4a7fb5"), ("fails", bad, "#c0392b"))]
+        frontier.options["legend"] = {"data": ["holds", "fails"]}
+        frontier.options["xAxis"] = {"name": "loss (level / height)" if lattice else "loss (NCP)"}
         frontier.update()
-        points_table.rows = [{"k": p["k"], "holds": "holds" if p["holds"] else "FAILS", "loss": round(p["loss"], 6),
-                              "highest risk": round(p["risk"], 6), "average risk": round(p["average_risk"], 6),
-                              "classes": p["classes"]} for p in points]
+        points_table.rows = [{"point": p["key"], "holds": "holds" if p["holds"] else "FAILS",
+                              "loss": round(p["loss"], 6), "highest risk": round(p["risk"], 6),
+                              "average risk": round(p["average_risk"], 6) if "average_risk" in p else "",
+                              "classes": p["classes"]} for p in sorted(points, key=lambda p: (not p["holds"], p["loss"]))]
         points_table.update()
-        say(f"{len(points)} releases explored: click a point (or a row)")
+        say(f"{len(points)} {'lattice nodes' if lattice else 'releases'} explored: click a point (or a row)")
 
     async def pick(data: Any) -> None:
-        k = data.get("k") if isinstance(data, dict) else None
-        point = next((p for p in wb.explored if p["k"] == k), None)
+        point = st.get("explored", {}).get(data.get("key") if isinstance(data, dict) else None)
         if point is None:
             return
         st["point"] = point
-        st["fields"]["k"].set_value(str(point["k"]))
-        chosen.set_text(f"chosen in Explore: k = {point['k']} (loss {point['loss']:.4f}, highest risk "
-                        f"{point['risk']:.4f})")
+        if "levels" in point:  # a lattice node: generalized for its views
+            table = await job("node", lambda: wb.node(st["base"], point["levels"]))
+            if table is None:
+                return
+            chosen.set_text(f"explored: the node {point['key']}; full-domain releases the node of least loss that meets "
+                            f"every model (its search), with the Check tab's models")
+        else:
+            table = point["table"]
+            st["fields"]["k"].set_value(str(point["k"]))
+            chosen.set_text(f"chosen in Explore: k = {point['k']} (loss {point['loss']:.4f}, highest risk "
+                            f"{point['risk']:.4f})")
         detail.clear()
         qi = [c for c, r in st["roles"].items() if r == "qi"]
-        names, rows = await run.io_bound(wb.sample, point["table"])
+        names, rows = await run.io_bound(wb.sample, table)
         with detail:
-            ui.label(f"k = {point['k']}: {point['classes']} classes, loss {point['loss']:.4f}, "
+            ui.label(f"{point['key'].replace('k=', 'k = ')}: {point['classes']} classes, loss {point['loss']:.4f}, "
                      f"highest risk {point['risk']:.4f}").props("data-testid=point")
             ui.echart(bars(list(point["by_qi"]), [round(v, 4) for v in point["by_qi"].values()],
                            "loss by column")).classes("w-full h-56")
@@ -332,13 +356,13 @@ def build(wb: Workbench) -> None:
             pair = ui.row().classes("w-full")
 
         async def compare() -> None:
-            got = await job("compare", lambda: wb.before_after(st["source"], point["table"], col.value))
+            got = await job("compare", lambda: wb.before_after(st["source"], table, col.value))
             if got is None:
                 return
             pair.clear()
             with pair:
                 ui.echart(bars(*got["before"], f"{col.value}: source", "#888")).classes("w-5/12 h-64")
-                ui.echart(bars(*got["after"], f"{col.value}: k = {point['k']}")).classes("w-5/12 h-64")
+                ui.echart(bars(*got["after"], f"{col.value}: {point['key']}")).classes("w-5/12 h-64")
 
         col.on_value_change(compare)
         await compare()

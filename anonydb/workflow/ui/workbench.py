@@ -33,6 +33,8 @@ SPEC_ROLE = {"keep": "insensitive"}
 NOT_IN_PAGE = {"public", "key", "k_map", "confidence", "marginals", "private"}
 #: the prefix of the explore step's scratch releases (dropped when the next exploration starts)
 EXPLORE_PREFIX = "__anonydb_ui_explore_"
+#: the most nodes of full-domain's lattice the explore step measures
+LATTICE_NODES = 400
 #: the values a categorical histogram shows (the rest summed as "other")
 TOP_VALUES = 20
 
@@ -371,6 +373,58 @@ class Workbench:
                            "classes": rep["classes"].get("classes"), "holds": rep["holds"], "spec": spec})
             self.explored.append(points[-1])
         return points
+
+    def lattice(self, spec: dict[str, Any], k: int | None) -> list[dict[str, Any]]:
+        """Full-domain's solution space, as ARX's explore shows it: every level vector of the QIs'
+        hierarchies (at most :data:`LATTICE_NODES`), each node's classes, highest prosecutor risk
+        (1 / its smallest class) and loss (the mean over the QIs of level / height, full-domain's
+        precision loss), and whether it is k-anonymous. One GROUP BY of the generalized QIs a node;
+        full-domain's own search judges every model and suppression besides."""
+        import itertools
+
+        from ...events import phase, update
+        from ...generalize import generalize_sql
+
+        sp = self._load({**spec, "method": "fulldomain"})
+        qi, hs = sp.qi, sp.hierarchies
+        heights = [hs[q].height for q in qi]
+        nodes = 1
+        for h in heights:
+            nodes *= h + 1
+        if nodes > LATTICE_NODES:
+            raise InputError(f"the lattice has {nodes} nodes, more than the {LATTICE_NODES} the page measures: give "
+                             f"fewer QIs or shorter hierarchies")
+        keys = ", ".join(ident(q) for q in qi)
+        points = []
+        phase("lattice", total=nodes, unit="nodes")
+        with self.eng.scratch("ui") as s:
+            rel = self._relation(s, sp.source)
+            for i, vec in enumerate(itertools.product(*(range(h + 1) for h in heights))):
+                levels = dict(zip(qi, vec))
+                gen = generalize_sql(self.eng, rel, levels, hs, keep=[]).sql
+                smallest, classes = self.eng.fetch_rows(f"SELECT min(n), count(*) FROM (SELECT count(*) AS n FROM "
+                                                        f"({gen}) AS g GROUP BY {keys}) AS c")[1][0]
+                loss = sum(v / h for v, h in zip(vec, heights) if h) / len(qi)
+                points.append({"key": " ".join(f"{q}:{v}" for q, v in levels.items()), "levels": levels,
+                               "loss": loss, "risk": 1 / int(smallest), "classes": int(classes),
+                               "holds": k is None or int(smallest) >= int(k), "by_qi": {
+                                   q: (v / h if h else 0.0) for (q, v), h in zip(levels.items(), heights)}})
+                update(done=i + 1)
+        return points
+
+    def node(self, spec: dict[str, Any], levels: dict[str, int]) -> str:
+        """A lattice node's generalized QIs (and the other published columns) as a scratch table,
+        for its sample and before-and-after views (dropped with the explored releases)."""
+        from ...generalize import generalize
+
+        sp = self._load({**spec, "method": "fulldomain"})
+        name = f"{EXPLORE_PREFIX}node"
+        with self.eng.scratch("ui") as s:
+            rel = self._relation(s, sp.source)
+            published = sp.qi + [c for c in ([sp.sensitive] if sp.sensitive else [])]
+            generalize(self.eng, rel, levels, sp.hierarchies, out=name, keep=published[len(sp.qi):], replace=True)
+        self.explored.append({"table": name, "k": None})
+        return name
 
     def drop_explored(self) -> None:
         for p in self.explored:
