@@ -1,7 +1,8 @@
 """The workbench in a real browser: Debian's headless Chromium driven by Playwright (no downloaded
-browser). The whole flow on Adult (open, roles, check, explore, release, report, the spec
-downloaded and run again by `anonydb release`), the token and CSRF refusals, and the 1M-row census
-(slow tier): the page in under 2 s, a run's progress, and its cancellation.
+browser). The token and CSRF refusals; in the slow tier, the whole flow on Adult (open, roles, check,
+explore, release, report, the spec downloaded, loaded into a new page and run again by `anonydb
+release`), full-domain's lattice, and the 1M-row census: the page in under 2 s, a run's progress,
+and its cancellation.
 
 ANONYDB_UI_SCREENSHOTS=docs/img writes each screen's screenshot where docs/ui.md shows it."""
 
@@ -89,6 +90,7 @@ def shot(page, name: str, tmp: Path) -> None:
     page.screenshot(path=str(folder / f"ui-{name}.png"), full_page=True)
 
 
+@pytest.mark.slow
 def test_the_whole_flow_on_adult(adult_db, tmp_path, browser):
     """Open Adult, give the roles, check k = 5 and l = 3 (the raw table fails), explore k in 5..50
     with l = 3, pick the passing release of least loss, write it, see its report, download the spec;
@@ -145,6 +147,13 @@ def test_the_whole_flow_on_adult(adult_db, tmp_path, browser):
             page.get_by_test_id("download-spec").click()
         spec = tmp_path / "release.yaml"
         got.value.save_as(spec)
+        fresh = browser.new_page(viewport={"width": 1400, "height": 1000})  # loading the spec fills a new page
+        fresh.goto(srv.url)
+        fresh.get_by_role("tab", name="Roles").click()
+        fresh.get_by_test_id("load-spec").locator("input[type=file]").set_input_files(str(spec))
+        expect(fresh.get_by_test_id("message")).to_contain_text("spec loaded", timeout=20_000)
+        expect(fresh.get_by_test_id("spec")).to_contain_text("occupation: sensitive")
+        expect(fresh.get_by_test_id("spec")).to_contain_text("privacy: {k: 5, l: 3}")
     finally:
         err = srv.stop()
     assert "Traceback" not in err, err
@@ -165,6 +174,7 @@ def test_the_whole_flow_on_adult(adult_db, tmp_path, browser):
     assert ui_rows == cli_rows and sum(ui_rows.values()) == 30162
 
 
+@pytest.mark.slow
 def test_full_domains_lattice_on_adult(adult_db, tmp_path, browser):
     """Full-domain's explore is its lattice: age, sex and race with Adult's ARX hierarchies give
     5 x 2 x 2 = 20 nodes, each listed and plotted; a node shows its generalized rows."""
