@@ -89,3 +89,9 @@ def test_only_the_release_layer_renames_into_a_users_name():
             if needle in text:
                 bad.append(f"{'/'.join(parts)}: {needle}")
     assert not bad, "\n".join(bad)
+
+
+def test_benchmarks_stay_a_table_of_current_figures():
+    """BENCHMARKS.md holds the current figures in at most 400 lines: a new figure replaces a row."""
+    lines = (PKG.parent / "BENCHMARKS.md").read_text().splitlines()
+    assert len(lines) <= 400, f"BENCHMARKS.md has {len(lines)} lines: replace rows, move history to docs/"

@@ -11,6 +11,8 @@ from typing import Any
 from .workbench import ROLES, Workbench, model_fields, model_params, spec_privacy
 
 METHODS = ("mondrian", "fulldomain", "anatomy")
+#: SUDA2 is checked by default up to this many rows (it searches every QI subset of every record)
+SUDA_ROWS = 200_000
 
 
 def bars(labels: list[str], values: list[float], title: str, color: str = "#4a7fb5") -> dict[str, Any]:
@@ -117,7 +119,10 @@ def build(wb: Workbench) -> None:
                         w = ui.input(f["flag"])
                     w.props(f"data-testid=model-{f['dest']}").props(f'title="{f["help"].replace(chr(34), chr(39))}"')
                     st["fields"][f["dest"]] = w
-            ui.button("Check", on_click=lambda: check()).props("data-testid=check")
+            with ui.row().classes("items-center"):
+                ui.button("Check", on_click=lambda: check()).props("data-testid=check")
+                suda = ui.checkbox("with SUDA2's special uniques (slower on big tables)", value=True).props(
+                    "data-testid=suda")
             verdicts = ui.table(columns=[{"name": c, "label": c, "field": c} for c in ("model", "holds", "achieved",
                                                                                        "violating")],
                                 rows=[], row_key="model").props("data-testid=verdicts dense")
@@ -168,6 +173,8 @@ def build(wb: Workbench) -> None:
         if got is None:
             return
         st.update(source=name, columns=got, point=None)
+        rows = next((s["rows"] for s in sources.rows if s["name"] == name), 0)
+        suda.set_value(rows <= SUDA_ROWS)
         st["roles"] = {c["column"]: ("identifier" if c["hint"] == "likely identifier" else
                                      "person" if c["hint"] == "likely person key" else "drop") for c in got}
         prof.rows = got
@@ -263,7 +270,7 @@ def build(wb: Workbench) -> None:
             p = params()
         except Exception as e:  # noqa: BLE001
             return fail(e)
-        rep = await job("check", lambda: wb.check(st["source"], dict(st["roles"]), p))
+        rep = await job("check", lambda: wb.check(st["source"], dict(st["roles"]), p, suda=bool(suda.value)))
         if rep is None:
             return
         verdicts.rows = [{"model": v["model"], "holds": "holds" if v["holds"] else "FAILS",
