@@ -24,7 +24,7 @@ from .models import (DISCLOSURE_VARIANTS, AlphaKAnonymity, BetaLikeness, Confide
                      KEAnonymity, LDiversity, Model, MultiQidK, NTCloseness, PersonalizedPrivacy, TCloseness, Verdict, XYPrivacy)
 from .models.named import check_named
 from .schema import is_numeric_type, split_list, validate_person, validate_roles
-from .sources import open_source
+from .sources import accepts_frames, open_source
 from .sqlgen import ident
 
 
@@ -60,6 +60,29 @@ class Report:
             "groups": self.groups, "smallest_group": self.smallest_group, "largest_group": self.largest_group,
             "holds": self.holds, "verdicts": [v.to_dict() for v in self.verdicts],
         }
+
+    def to_pandas(self) -> Any:
+        """One row per model (its verdict, achieved parameter, violating groups and rows) with the
+        violating groups listed in ``violations`` (each: its QI values, size and sensitive values)."""
+        import pandas as pd
+
+        rows = []
+        for v in self.to_dict()["verdicts"]:
+            rows.append({"model": v["model"], "holds": v["holds"], "achieved": v.get("achieved"),
+                         "violating_groups": v.get("violating_groups"), "violating_rows": v.get("violating_rows"),
+                         "violations": v.get("violations", [])})
+        return pd.DataFrame(rows)
+
+    def _repr_html_(self) -> str:
+        """The check in a notebook: the source, its groups, and the report page's verdicts table."""
+        from .htmlparts import esc, verdicts_table
+
+        unit = "persons" if self.person is not None else "rows"
+        head = (f"<p><b>{esc(self.source)}</b>: {self.rows} rows, {self.groups} groups of {self.smallest_group} to "
+                f"{self.largest_group} {unit} over {esc(', '.join(self.qi))}; "
+                f"<span class=\"{'ok' if self.holds else 'bad'}\">{'every model holds' if self.holds else 'a model fails'}"
+                f"</span></p>")
+        return f"<div class=\"anonydb-check\">{head}{verdicts_table(self.to_dict()['verdicts'])}</div>"
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, default=str)
@@ -205,6 +228,7 @@ def _pair(value: Any, name: str, shape: str) -> tuple[Any, Any]:
     return value[0], value[1]
 
 
+@accepts_frames("name")
 def check(source: str | Path, qi: str | Iterable[str], sensitive: str | None = None, *,
           models: list[Model] | None = None, engine: Engine | Any = None,
           hierarchies: dict[str, Any] | None = None, kinds: dict[str, str] | None = None,

@@ -13,7 +13,9 @@ from __future__ import annotations
 import csv
 import re
 from pathlib import Path
-from typing import Iterable
+import functools
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator
 
 from . import events
 from .engines.base import Engine
@@ -39,6 +41,67 @@ def sniff_delimiter(path: Path) -> str:
         header = sample.splitlines()[0]
         counts = {d: header.count(d) for d in ",;\t|"}
         return max(counts, key=counts.get) if max(counts.values()) else ","
+
+
+#: what a source can be, as an error names it
+ACCEPTED = ("a table or view name, a CSV or Parquet path, a pandas or Polars DataFrame (or LazyFrame), or an "
+            "Arrow table")
+#: (root module, class) of the data frames a source can be
+FRAMES = {("pandas", "DataFrame"), ("polars", "DataFrame"), ("polars", "LazyFrame"), ("pyarrow", "Table")}
+
+
+def frame_kind(obj: Any) -> str | None:
+    """"pandas DataFrame", "Polars DataFrame", "Arrow Table", ... for a data frame; None otherwise."""
+    root = type(obj).__module__.split(".")[0]
+    if (root, type(obj).__name__) not in FRAMES:
+        return None
+    return f"{'Arrow' if root == 'pyarrow' else root.capitalize() if root == 'polars' else root} {type(obj).__name__}"
+
+
+def check_source(source: Any) -> None:
+    """An InputError naming the accepted types unless ``source`` is one of them."""
+    if not isinstance(source, (str, Path)) and frame_kind(source) is None:
+        raise InputError(f"a source is {ACCEPTED}; got a {type(source).__module__}.{type(source).__name__}")
+
+
+@contextmanager
+def frame_source(engine: Engine, source: Any) -> Iterator[tuple[Any, str | None]]:
+    """(what anonydb reads, how messages and the ledger name it): a data frame becomes a relation
+    of ``engine`` for the block (:meth:`Engine.load_frame`: DuckDB reads it in place; PostgreSQL
+    and Spark load a temporary table), dropped when it ends; a name or path passes as it is."""
+    kind = frame_kind(source)
+    if kind is None:
+        check_source(source)
+        yield source, None
+        return
+    name = temp_name("frame")
+    engine.load_frame(name, source)
+    try:
+        yield name, f"{'an' if kind[0] in 'AEIOU' else 'a'} {kind}"
+    finally:
+        engine.drop_frame(name)
+
+
+def accepts_frames(label: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Let a public function whose first argument is a source take a data frame: the frame becomes
+    a relation of the call's engine (:func:`frame_source`) for the call, and the keyword ``label``
+    (a source's name in messages and the ledger) says "a pandas DataFrame". Anything that is not a
+    source is one InputError naming the accepted types."""
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def call(source: Any, *args: Any, **kwargs: Any) -> Any:
+            if frame_kind(source) is None:
+                check_source(source)
+                return fn(source, *args, **kwargs)
+            from .engines import connect
+
+            eng = kwargs["engine"] = connect(kwargs.get("engine"))
+            with frame_source(eng, source) as (name, said):
+                if label is not None and kwargs.get(label) is None:
+                    kwargs[label] = said
+                return fn(name, *args, **kwargs)
+        return call
+    return wrap
 
 
 def open_source(engine: Engine, source: str | Path, scratch=None, numeric: Iterable[str] = ()) -> str:

@@ -10,7 +10,7 @@ PKG = Path(__file__).resolve().parents[1] / "anonydb"
 
 #: layer of each folder or top-level module; a module may import its own layer's folder and below
 RANK = {"errors": 0, "events": 0, "sqlgen": 0, "engines": 1, "schema": 2, "sources": 2, "hierarchy": 2, "generalize": 2.5,
-        "datasets": 2, "sqlfuncs": 2, "pseudonyms": 2, "noise": 2, "sqlscript": 2, "models": 3, "checker": 4, "linkage": 4, "composition": 4, "presence": 4.5, "risk": 4.75, "release": 5, "attacks": 6,
+        "datasets": 2, "htmlparts": 0.5, "sqlfuncs": 2, "pseudonyms": 2, "noise": 2, "sqlscript": 2, "models": 3, "checker": 4, "linkage": 4, "composition": 4, "presence": 4.5, "risk": 4.75, "release": 5, "attacks": 6,
         "utility": 6, "methods": 7, "workflow": 8, "__init__": 9, "__main__": 9, "sql": 0, "udfs": 0}
 
 

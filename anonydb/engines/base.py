@@ -273,6 +273,27 @@ class Engine(abc.ABC):
 
         raise NotAvailable("a per-group step on workers (this engine has none; fragment_rows is 0)", self.dialect)
 
+    def load_frame(self, name: str, frame: Any) -> None:
+        """A data frame as the temporary table ``name`` (PostgreSQL): its Arrow columns typed by
+        :data:`ARROW_TYPES`, the rows inserted in batches. DuckDB reads a frame in place and Spark
+        makes a view of it (their overrides)."""
+        table = as_arrow(frame)
+        cols = [(f.name, next((sql for p, sql in ARROW_TYPES if str(f.type).startswith(p)), "VARCHAR"))
+                for f in table.schema]
+        self.create_table_as(name, "SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {ident(c)}" for c, t in cols)
+                             + " LIMIT 0", temp=True)
+        text = {c for c, t in cols if t == "VARCHAR"}
+        for batch in table.to_batches(max_chunksize=1000):
+            rows = zip(*(batch.column(i).to_pylist() for i in range(batch.num_columns)))
+            values = ", ".join("(" + ", ".join(literal(None if v is None else str(v) if c in text else v)
+                                               for c, v in zip([c for c, _ in cols], r)) + ")" for r in rows)
+            if values:
+                self.execute(f"INSERT INTO {ident(name)} VALUES {values}")
+
+    def drop_frame(self, name: str) -> None:
+        """Drop what :meth:`load_frame` made."""
+        self.drop(name)
+
     def map_rows(self, s: "Scratch", relation: str, step: Any, columns: list[tuple[str, str]]) -> str:
         """A scratch table of ``step`` (a function: a list of row tuples in, row tuples out, run on
         batches that together hold every row) over the rows of ``relation``; its columns are
@@ -310,6 +331,25 @@ class Engine(abc.ABC):
             yield s
         finally:
             s.drop_all()
+
+
+def as_arrow(frame: Any) -> Any:
+    """A pandas or Polars data frame (or LazyFrame, collected) as an Arrow table, converted column
+    by column, never through Python rows."""
+    import pyarrow as pa
+
+    if isinstance(frame, pa.Table):
+        return frame
+    if type(frame).__name__ == "LazyFrame":
+        frame = frame.collect()
+    if hasattr(frame, "to_arrow"):  # Polars
+        return frame.to_arrow()
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
+#: Arrow type ids -> the column type a frame's temporary table gets (anything else: VARCHAR)
+ARROW_TYPES = (("bool", "BOOLEAN"), ("int", "BIGINT"), ("uint", "BIGINT"), ("float", "DOUBLE"), ("double", "DOUBLE"),
+               ("decimal", "DOUBLE"), ("date", "DATE"), ("timestamp", "TIMESTAMP"))
 
 
 def text_keyed_hash(salt: int, exprs: list[str]) -> str:

@@ -44,7 +44,10 @@ class DuckDBEngine(Engine):
                              f"{type(database).__name__}")
         else:
             self.con = _open_duckdb(database, read_only)
-            self.con.execute("SET enable_progress_bar = false")  # the run's phases are anonydb's display
+            try:  # the run's phases are anonydb's display
+                self.con.execute("SET enable_progress_bar = false")
+            except duckdb.InvalidInputException:  # in Jupyter without ipywidgets DuckDB refuses any setting of it
+                pass
             self.owned = True
         self.database = None if database is None or self.owned is False else str(database)
 
@@ -55,6 +58,15 @@ class DuckDBEngine(Engine):
         cur = self.con.execute(sql, params) if params else self.con.execute(sql)
         cols = [d[0] for d in cur.description] if cur.description else []
         return cols, cur.fetchall()
+
+    def load_frame(self, name: str, frame: Any) -> None:
+        """The frame registered as a view DuckDB reads in place (pandas, Polars and Arrow), no copy."""
+        if type(frame).__name__ == "LazyFrame":
+            frame = frame.collect()
+        self.con.register(name, frame)
+
+    def drop_frame(self, name: str) -> None:
+        self.con.unregister(name)
 
     def keyed_hash(self, salt: int, exprs: list[str]) -> str:
         """DuckDB's 64-bit ``hash`` of the salt and the values (about 3x cheaper than md5 of texts)."""

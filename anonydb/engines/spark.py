@@ -709,6 +709,20 @@ class SparkEngine(Engine):
         self._checkpoint(df, name)
         return name
 
+    def load_frame(self, name: str, frame: Any) -> None:
+        """The frame as a temporary view of the session (its Arrow table, through pandas on 3.5)."""
+        from .base import as_arrow
+
+        table = as_arrow(frame)
+        try:
+            df = self.spark.createDataFrame(table)
+        except (TypeError, ValueError):  # pyspark 3.5 takes pandas, not Arrow
+            df = self.spark.createDataFrame(table.to_pandas())
+        df.createOrReplaceTempView(name)
+
+    def drop_frame(self, name: str) -> None:
+        self.spark.catalog.dropTempView(name)
+
     # -- files -----------------------------------------------------------------------------------
     def file_select(self, path: Any, fmt: str, delim: str | None = None) -> str:
         """The file read by Spark (the CSV's schema inferred from every row), as a temporary view;

@@ -37,7 +37,7 @@ from ..errors import AnonyDBError, InputError
 from ..release import ledger
 from ..release.publish import Publication
 from ..schema import is_numeric_type, split_list
-from ..sources import open_source
+from ..sources import accepts_frames, open_source
 from ..sqlgen import ident
 
 
@@ -127,6 +127,7 @@ class DPResult:
         return "\n".join(lines)
 
 
+@accepts_frames(None)
 def dp(source: str, *, person: str, by: str | Iterable[str], out: str, epsilon: float, delta: float = 0.0,
        count: bool = True, sums: Iterable[Any] = (), means: Iterable[Any] = (), keys: str | None = None,
        max_groups: int = 1, max_rows: int = 1, engine: Any = None, replace: bool = False,

@@ -24,7 +24,7 @@ from ..engines.base import Engine
 from ..errors import InputError, option
 from ..models.base import as_fraction
 from ..schema import split_list
-from ..sources import open_source
+from ..sources import accepts_frames, open_source
 from ..sqlgen import ident
 from .individual import individual_risk
 from .sample import Histograms, as_floats, distribution, histograms, need_columns, summary, threshold_fraction
@@ -52,6 +52,12 @@ class RiskReport:
                           "distribution": self.distribution, "population_uniqueness": self.population,
                           "individual": self.individual, "suda": self.suda, "seconds": round(self.seconds, 3),
                           "notes": list(self.notes)})
+
+    def _repr_html_(self) -> str:
+        """The risk summary in a notebook: the report page's risk section."""
+        from ..htmlparts import risk_section
+
+        return f"<div class=\"anonydb-risk\">{risk_section(self.to_dict())}</div>"
 
     def format(self) -> str:
         s = self.sample
@@ -101,6 +107,7 @@ def default_keys(eng: Engine, table: str, qi: Iterable[str] | str | None, exclud
     return [c for c, _ in eng.columns(table) if c not in skip]
 
 
+@accepts_frames("name")
 def assess(table: str, qi: Iterable[str] | str | None = None, *, engine: Engine | Any = None,
            sensitive: str | None = None, threshold: Any = 0.2, population: str | None = None,
            population_size: int | None = None, fraction: float | None = None, region: str | None = None,

@@ -27,6 +27,7 @@ from ..engines.base import Engine
 from ..engines import connect
 from ..errors import InputError, NotAvailable, option
 from ..schema import split_list
+from ..sources import accepts_frames
 from .spec import Spec, SpecError, load_spec
 from ..release.publish import export, guard_file, stage_name
 from ..sqlgen import ident, literal
@@ -76,6 +77,18 @@ class Release:
         """The release (or its part ``which``) as a pandas DataFrame."""
         return self.engine.con.sql(f"SELECT * FROM {self._relation(which)}").df()  # type: ignore[attr-defined]
 
+    def to_polars(self, which: str | None = None) -> Any:
+        """The release (or its part ``which``) as a Polars DataFrame, from its Arrow table."""
+        import polars as pl
+
+        return pl.from_arrow(self.to_arrow(which))
+
+    def _repr_html_(self) -> str:
+        """The release in a notebook: its report page's body (verdicts, classes, risk, loss)."""
+        from .reporting import release_report, render_html
+
+        return render_html(release_report(self), fragment=True)
+
     def _relation(self, which: str | None) -> str:
         if not self.tables and self.files:  # a file release: read the file back (anatomy: <stem>_qit, _st)
             parts = {Path(f).stem.rsplit("_", 1)[-1]: f for f in self.files}
@@ -101,6 +114,7 @@ class Release:
                 f"statements={len(self.sql)})")
 
 
+@accepts_frames("source_name")
 def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None, *, method: str = "mondrian",
               out: str, engine: Engine | Any = None, hierarchies: dict[str, Any] | None = None,
               kinds: dict[str, str] | None = None, identifiers: str | Iterable[str] | None = None,
