@@ -95,3 +95,21 @@ def test_benchmarks_stay_a_table_of_current_figures():
     """BENCHMARKS.md holds the current figures in at most 400 lines: a new figure replaces a row."""
     lines = (PKG.parent / "BENCHMARKS.md").read_text().splitlines()
     assert len(lines) <= 400, f"BENCHMARKS.md has {len(lines)} lines: replace rows, move history to docs/"
+
+
+def test_every_model_names_its_command_line_options():
+    """The model registry (the docs' page of models) lists each model's options: every one exists in
+    the command line's "privacy models" group, and every model has some."""
+    import argparse
+
+    import anonydb.models as models
+    from anonydb.models.base import Model
+    from anonydb.workflow.cliargs import _add_model_args
+
+    p = argparse.ArgumentParser()
+    _add_model_args(p)
+    options = {s for a in p._actions for s in a.option_strings}
+    for name in models.__all__:
+        cls = getattr(models, name)
+        if isinstance(cls, type) and issubclass(cls, Model) and cls is not Model:
+            assert cls.flags and set(cls.flags) <= options, (name, cls.flags)

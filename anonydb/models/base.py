@@ -186,6 +186,8 @@ class Model(abc.ABC):
     """A privacy model: one module each, used by the checks and by every anonymizer."""
 
     name: str = ""
+    #: the command line's options that ask for this model (the docs' model registry lists them)
+    flags: tuple[str, ...] = ()
     needs_sensitive: bool = True
     #: the worst group is the one with the smallest value ("min": k, l) or the largest ("max": t)
     worst: str = "min"

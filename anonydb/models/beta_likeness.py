@@ -32,6 +32,8 @@ VARIANTS = ("basic", "enhanced")
 
 
 class BetaLikeness(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--beta', '--beta-variant')
     by_distribution = True
     reads = frozenset({"n", "cells"})
     materialize = True

@@ -53,6 +53,8 @@ def parse_bounds(bounds: Any, what: str = "confidence bounds") -> dict[str, Frac
 
 
 class ConfidenceBounding(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--conf-bound',)
     by_distribution = True
     name = "confidence bounding"
     reads = frozenset({"n", "cells"})

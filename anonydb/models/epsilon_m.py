@@ -36,6 +36,8 @@ from .ke_anonymity import nine_places
 
 
 class EpsilonMAnonymity(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--epsilon-m',)
     name = "(epsilon,m)-anonymity"
     reads = frozenset({"n", "cells"})
     materialize = True

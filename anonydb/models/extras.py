@@ -21,6 +21,8 @@ from .base import GroupContext, Model, as_fraction, check_count
 
 
 class AlphaKAnonymity(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--alpha', '--k')
     by_distribution = True
     name = "(alpha,k)-anonymity"
     worst = "max"
@@ -45,6 +47,8 @@ class AlphaKAnonymity(Model):
 
 
 class DeltaDisclosure(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--delta',)
     by_distribution = True
     reads = frozenset({"n", "d", "cells"})
     materialize = True

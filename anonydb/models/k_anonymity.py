@@ -16,6 +16,8 @@ from .base import GroupContext, Model, check_count
 
 
 class KAnonymity(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--k',)
     by_distribution = True
     name = "k-anonymity"
     needs_sensitive = False

@@ -35,6 +35,8 @@ from .presence import MEMBER
 
 
 class KMap(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--k-map', '--public')
     name = "k-map"
     worst = "min"
     reads = frozenset({"n", "cells"})

@@ -42,6 +42,8 @@ def nine_places(value: Fraction, up: bool) -> SQL:
 
 
 class KEAnonymity(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--ke',)
     by_distribution = False
     name = "(k,e)-anonymity"
     reads = frozenset({"n", "d", "cells", "range"})

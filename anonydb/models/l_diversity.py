@@ -27,6 +27,8 @@ VARIANTS = ("distinct", "entropy", "recursive", "probabilistic")
 
 
 class LDiversity(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--l', '--l-variant', '--c')
     by_distribution = True
     name = "l-diversity"
 

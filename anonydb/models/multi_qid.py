@@ -38,6 +38,8 @@ def parse_sets(sets: Any) -> list[list[str]]:
 
 
 class MultiQidK(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--multi-k', '--qid-sets')
     name = "multiple-QID k-anonymity"
     needs_sensitive = False
     candidate = False

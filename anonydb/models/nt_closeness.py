@@ -39,6 +39,8 @@ ONE_SCAN_SUBSETS = 16
 
 
 class NTCloseness(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--t', '--n', '--supersets')
     materialize = True
     measure = "facts"
     name = "(n,t)-closeness"

@@ -40,6 +40,8 @@ from .t_closeness import hierarchy_table
 
 
 class PersonalizedPrivacy(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--guard', '--breach')
     name = "personalized privacy"
     worst = "max"
     monotonic = False

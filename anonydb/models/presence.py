@@ -71,6 +71,8 @@ def _num(s: str) -> Any:
 
 
 class DeltaPresence(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--delta', '--public')
     name = "delta-presence"
     worst = "min"
     monotonic = True  # anti-monotone: generalizing a delta-present table keeps it delta-present

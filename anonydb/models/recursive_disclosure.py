@@ -48,6 +48,8 @@ def _values(values: Any, what: str) -> list[str]:
 
 
 class DisclosureRecursiveDiversity(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--l', '--l-variant', '--c', '--allowed', '--protected', '--c2')
     by_distribution = True
     materialize = True
     measure = "facts"

@@ -115,6 +115,8 @@ def emd_sql(ctx: GroupContext, distance: str, p_rel: str, q_rel: str, keys: list
 
 
 class TCloseness(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--t', '--distance', '--reference')
     by_distribution = True
     measure = "facts"
     reads = frozenset({"n", "d", "cells"})

@@ -21,6 +21,8 @@ from .confidence_bounding import _num, named_values, parse_bounds, per_bound, re
 
 
 class XYPrivacy(Model):
+    #: the command line's options of this model (the docs' model registry lists them)
+    flags = ('--xy-k', '--conf-bound')
     by_distribution = True
     name = "(X,Y)-privacy"
     reads = frozenset({"n", "cells"})
