@@ -113,3 +113,54 @@ def test_every_model_names_its_command_line_options():
         cls = getattr(models, name)
         if isinstance(cls, type) and issubclass(cls, Model) and cls is not Model:
             assert cls.flags and set(cls.flags) <= options, (name, cls.flags)
+
+
+#: the most lines a module holds (tests and benchmarks aside): past it, split it by what it holds
+MAX_LINES = 800
+
+
+def test_no_module_is_over_800_lines():
+    big = [f"{'/'.join(parts)}.py: {n}" for path, parts in _modules()
+           if (n := len(path.read_text().splitlines())) > MAX_LINES]
+    assert not big, "split these modules by what they hold:\n" + "\n".join(big)
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """anonydb's modules and the modules each imports (at the top or inside a function)."""
+    names = {".".join(parts if parts[-1] != "__init__" else parts[:-1]) for _, parts in _modules()}
+    graph: dict[str, set[str]] = {}
+    for path, parts in _modules():
+        me = ".".join(parts if parts[-1] != "__init__" else parts[:-1])
+        out = graph.setdefault(me, set())
+        for target, imported in _imports(path, parts):
+            mod = ".".join(target)
+            for n in imported or [None]:
+                full = f"{mod}.{n}" if n and f"{mod}.{n}" in names else mod
+                while full and full not in names:
+                    full = full.rpartition(".")[0]
+                if full and full != me:
+                    out.add(full)
+    return graph
+
+
+def test_no_import_cycle():
+    """No two modules import each other, directly or through others (a package's __init__ that
+    re-exports its modules aside: it is the package's face, not a layer)."""
+    graph = {m: {t for t in ts if not (m.startswith(t + ".") or t.startswith(m + "."))}
+             for m, ts in _module_graph().items()}
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(m: str, stack: list[str]) -> None:
+        state[m] = 1
+        for t in sorted(graph.get(m, ())):
+            if state.get(t) == 1:
+                cycles.append(" -> ".join(stack[stack.index(t):] + [t]))
+            elif t not in state:
+                visit(t, stack + [t])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)

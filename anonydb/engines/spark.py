@@ -96,7 +96,7 @@ from typing import Any, Iterable, Sequence
 import sqlglot
 from sqlglot import exp
 
-from .base import Engine
+from .base import Engine, as_arrow
 from .grouped import group_step, side_names
 from ..errors import InputError, NotAvailable
 from ..sqlgen import expand_group_by_all, literal, temp_name
@@ -684,9 +684,8 @@ class SparkEngine(Engine):
         return name
 
     def map_rows(self, s, relation: str, step: Any, columns: list[tuple[str, str]]) -> str:
-        """``step`` on the executors (``mapInArrow``): each Arrow batch of ``relation`` becomes row
-        tuples, ``step``'s rows become a batch of ``columns``' types. Nothing passes through the
-        driver; an executor's Python needs what ``step`` imports (OpenDP for DP's noise)."""
+        """``step`` on the executors (``mapInArrow``), over row tuples of each Arrow batch; nothing passes
+        through the driver (an executor's Python needs what ``step`` imports: OpenDP for DP's noise)."""
         from pyspark.sql.pandas.types import to_arrow_schema
         from pyspark.sql.types import StructType
 
@@ -711,8 +710,6 @@ class SparkEngine(Engine):
 
     def load_frame(self, name: str, frame: Any) -> None:
         """The frame as a temporary view of the session (its Arrow table, through pandas on 3.5)."""
-        from .base import as_arrow
-
         table = as_arrow(frame)
         try:
             df = self.spark.createDataFrame(table)

@@ -7,5 +7,9 @@ from .linked import LinkedResult, linked
 from .mondrian import MondrianResult, anonymize
 from .slicing import SlicingResult, slicing
 
-__all__ = ["AnatomyResult", "FullDomainResult", "InjectorResult", "LinkedResult", "MondrianResult", "SlicingResult",
+#: the column of a release that numbers its classes (groups, buckets), by method
+CLASS_COLUMN = {"mondrian": "eq_class", "fulldomain": "eq_class", "anatomy": "group_id", "slicing": "bucket_id",
+                "injector": "group_id"}
+
+__all__ = ["CLASS_COLUMN", "AnatomyResult", "FullDomainResult", "InjectorResult", "LinkedResult", "MondrianResult", "SlicingResult",
            "anatomy", "anonymize", "fulldomain", "injector", "linked", "slicing"]

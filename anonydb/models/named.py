@@ -48,6 +48,13 @@ class Named:
     qis: tuple[str, ...] = ()
 
 
+def not_a_node(value: Any, guard: str, sensitive: str | None, hierarchical: bool) -> str:
+    """What is wrong with a guarding node that names no node below the root (InputError's text)."""
+    where = (f"a node below the root of {sensitive!r}'s hierarchy" if hierarchical else
+             f"a value of {sensitive!r} (give its hierarchy to name inner nodes)")
+    return f"guarding node {value!r} (column {guard!r}) is not {where}"
+
+
 def check_named(eng: Any, relation: str, models: Iterable[Any], *, qi: list[str], sensitive: str | None,
                 person: str | None = None, hierarchy: Any = None, label: str | None = None,
                 values_of: str | None = None, covered: bool = False) -> None:
@@ -101,8 +108,6 @@ def check_named(eng: Any, relation: str, models: Iterable[Any], *, qi: list[str]
         return
     n, missing = what[int(rows[0][0])], rows[0][1]
     if n.guard is not None:
-        from .personalized import not_a_node  # the model's own words (personalized imports this module)
-
         raise InputError(f"{option(n.option)}: {not_a_node(missing, n.guard, sensitive, hierarchy is not None)}")
     some = [r[0] for r in eng.fetch_rows(f"SELECT DISTINCT {sa} FROM {ident(values_of)} WHERE {ident(sensitive)} "
                                          f"IS NOT NULL ORDER BY 1 LIMIT {SHOWN + 1}")[1]]

@@ -35,7 +35,7 @@ from typing import Any
 from ..errors import InputError
 from ..sqlgen import ident
 from .base import GroupContext, Model, as_fraction
-from .named import Named
+from .named import Named, not_a_node
 from .t_closeness import hierarchy_table
 
 
@@ -89,13 +89,6 @@ class PersonalizedPrivacy(Model):
 
     def achieved(self, worst_value, ctx):
         return {"breach": worst_value}
-
-
-def not_a_node(value: Any, guard: str, sensitive: str | None, hierarchical: bool) -> str:
-    """What is wrong with a guarding node that names no node below the root (InputError's text)."""
-    where = (f"a node below the root of {sensitive!r}'s hierarchy" if hierarchical else
-             f"a value of {sensitive!r} (give its hierarchy to name inner nodes)")
-    return f"guarding node {value!r} (column {guard!r}) is not {where}"
 
 
 def guard_columns(models: list[Model], published: list[str]) -> list[str]:

@@ -450,9 +450,12 @@ def _parser() -> argparse.ArgumentParser:
     from . import dpcmd
 
     dpcmd.add_parser(sub, DB_HELP, ENGINE_HELP, _about)
-    from .ui import server as ui_server
-
-    ui_server.add_parser(sub, DB_HELP, ENGINE_HELP, _about)
+    u = sub.add_parser("ui", **_about("ui", "a workbench in the browser: open a table, set roles, check, explore risk "
+                                            "against utility, release (pip install 'anonydb[ui]')"))
+    u.add_argument("--db", help=DB_HELP)
+    u.add_argument("--engine", metavar="ENGINE", help=ENGINE_HELP)
+    u.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine only)")
+    u.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
 
     q = sub.add_parser("sql", **_about("sql", "write anonydb as one SQL script of DuckDB table macros (the checks, "
                                               "generalization, Mondrian, Anatomy, risk), for `.read` in the DuckDB "

@@ -34,13 +34,12 @@ KEYS = ("person", "by", "count", "sum", "mean", "epsilon", "delta", "keys", "max
 NUMBER = (int, float)
 
 
-def load_dp_spec(ck: Any, raw: dict[str, Any], p: Path, base: Path, text: str, lines: dict) -> Any:
-    """The :class:`~anonydb.workflow.spec.Spec` of a spec with a ``dp:`` block, every problem
-    named with its place and line (SpecError)."""
+def dp_block(ck: Any, raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``dp:`` block checked (each problem named with its place and line on ``ck``): the
+    arguments of :func:`anonydb.methods.dp.dp` it gives, and the spec with the query's table as
+    its source. :func:`anonydb.workflow.spec.load_spec` checks the rest of the spec."""
     from ..methods.dp import Bound, from_query
-    from .spec import Spec, SpecError, _opt_rel, _output, _report, _source_path
 
-    ck.keys(raw, (), TOP)
     d, at = raw.get("dp"), ("dp",)
     out: dict[str, Any] = {}
     if ck.keys(d, at, KEYS):
@@ -106,28 +105,7 @@ def load_dp_spec(ck: Any, raw: dict[str, Any], p: Path, base: Path, text: str, l
                 ck.bad((), "source is missing (or give dp.query)")
         if "keys" not in out and not out.get("delta"):
             ck.bad(at, "group keys that are not public need dp.delta > 0 (or dp.keys, a table of the public keys)")
-    if "output" not in raw:
-        ck.bad(("output",), "required key is missing")
-    output = _output(ck, raw.get("output")) if "output" in raw else {"table": ""}
-    if output.get("format", "duckdb") != "duckdb" or output.get("view"):
-        ck.bad(("output",), "a DP release is a table in the database, beside its ledger: no format, path or view")
-    series = raw.get("series")
-    if isinstance(series, dict) and ck.keys(series, ("series",), ("name",)):
-        series = series.get("name")
-    if series is not None and not ck.typed(series, ("series",), (str,), "the series' name"):
-        series = None
-    report = _report(ck, raw.get("report"))
-    for key in ("source", "database"):
-        if key in raw:
-            ck.typed(raw[key], (key,), (str,), "a table name or a file path" if key == "source" else "a database")
-    if ck.problems:
-        raise SpecError(str(p), ck.problems)
-    source = raw["source"]
-    return Spec(path=str(p), base_dir=base, source=source if "query" in out else _source_path(source, base),
-                attributes=[], method="dp", method_params={}, privacy={}, table=output["table"],
-                replace=output.get("replace", False), report_html=_opt_rel(report.get("html"), base),
-                report_json=_opt_rel(report.get("json"), base), database=_opt_rel(raw.get("database"), base),
-                raw=raw, lines=lines, series={"name": series} if series else None, text=text, dp=out)
+    return out, raw
 
 
 def run_dp_spec(sp: Any, eng: Any) -> Any:
@@ -155,4 +133,4 @@ def run_dp_spec(sp: Any, eng: Any) -> Any:
     return r
 
 
-__all__ = ["load_dp_spec", "run_dp_spec"]
+__all__ = ["TOP", "dp_block", "run_dp_spec"]

@@ -25,7 +25,7 @@ from ..engines import is_postgres_url, is_spark_url
 from ..engines.duckdb import DuckDBEngine
 from ..engines.base import Engine
 from ..engines import connect
-from ..errors import InputError, NotAvailable, option
+from ..errors import InputError, NotAvailable
 from ..schema import split_list
 from ..sources import accepts_frames
 from .spec import Spec, SpecError, load_spec
@@ -37,8 +37,6 @@ from .tracking import MODEL_PARAMS, continues, plan, result_line
 METHODS = ("mondrian", "fulldomain", "anatomy", "slicing", "injector", "minvariant")
 #: methods releasing a QIT/ST pair (<out>_qit, <out>_st)
 QIT_ST = ("anatomy", "injector")
-CLASS_COLUMN = {"mondrian": "eq_class", "fulldomain": "eq_class", "anatomy": "group_id", "slicing": "bucket_id",
-                "injector": "group_id"}
 
 
 @dataclass

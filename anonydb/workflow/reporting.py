@@ -279,7 +279,7 @@ def _ncp_loss(by_qi: dict[str, float | None], why: dict[str, str]) -> dict[str, 
 
 def release_report(rel: Any, *, threshold: float = THRESHOLD) -> dict[str, Any]:
     """The report of a :class:`anonydb.workflow.jobs.Release`."""
-    from .jobs import CLASS_COLUMN
+    from ..methods import CLASS_COLUMN
 
     eng = rel.engine
     method = rel.method

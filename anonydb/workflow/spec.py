@@ -285,9 +285,7 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
     ck = _Checker(str(p), lines)
     base = p.parent if str(p.parent) else Path(".")
     if isinstance(raw, dict) and "dp" in raw:  # a differentially private release
-        from .dpspec import load_dp_spec
-
-        return load_dp_spec(ck, raw, p, base, text, lines)
+        return _dp_spec(ck, raw, p, base, text, lines)
     if not ck.keys(raw, (), TOP):
         raise SpecError(str(p), ck.problems)
     for req in ("source", "attributes", "method", "output"):
@@ -378,6 +376,37 @@ def load_spec(path: str | Path, *, text: str | None = None) -> Spec:
                 lines=lines, secret_file=_opt_rel(secret_file, base), linked=linked,
                 max_suppression=float(raw["linked"].get("max_suppression", 0.0)) if linked else 0.0, risk=risk,
                 public=_source_path(public, base) if isinstance(public, str) else None, series=series, text=text)
+
+
+def _dp_spec(ck: _Checker, raw: dict[str, Any], p: Path, base: Path, text: str, lines: dict) -> Spec:
+    """A spec with a ``dp:`` block (:mod:`anonydb.workflow.dpspec`): the block's arguments, its
+    output (a table), series and report."""
+    from .dpspec import TOP as DP_TOP, dp_block
+
+    ck.keys(raw, (), DP_TOP)
+    out, raw = dp_block(ck, raw)
+    if "output" not in raw:
+        ck.bad(("output",), "required key is missing")
+    output = _output(ck, raw.get("output")) if "output" in raw else {"table": ""}
+    if output.get("format", "duckdb") != "duckdb" or output.get("view"):
+        ck.bad(("output",), "a DP release is a table in the database, beside its ledger: no format, path or view")
+    series = raw.get("series")
+    if isinstance(series, dict) and ck.keys(series, ("series",), ("name",)):
+        series = series.get("name")
+    if series is not None and not ck.typed(series, ("series",), (str,), "the series' name"):
+        series = None
+    report = _report(ck, raw.get("report"))
+    for key in ("source", "database"):
+        if key in raw:
+            ck.typed(raw[key], (key,), (str,), "a table name or a file path" if key == "source" else "a database")
+    if ck.problems:
+        raise SpecError(str(p), ck.problems)
+    source = raw["source"]
+    return Spec(path=str(p), base_dir=base, source=source if "query" in out else _source_path(source, base),
+                attributes=[], method="dp", method_params={}, privacy={}, table=output["table"],
+                replace=output.get("replace", False), report_html=_opt_rel(report.get("html"), base),
+                report_json=_opt_rel(report.get("json"), base), database=_opt_rel(raw.get("database"), base),
+                raw=raw, lines=lines, series={"name": series} if series else None, text=text, dp=out)
 
 
 def _series(ck: _Checker, v: Any) -> dict[str, Any] | None:

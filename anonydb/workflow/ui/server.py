@@ -11,20 +11,9 @@ import argparse
 import secrets
 import socket
 import sys
-from typing import Any, Callable
+from typing import Any
 
 from ...errors import InputError
-
-
-def add_parser(sub: Any, db_help: str, engine_help: str,
-               about: Callable[[str, str], dict] = lambda name, summary: {"help": summary}) -> None:
-    u = sub.add_parser("ui", **about("ui", "a workbench in the browser: open a table, set roles, check, explore "
-                                           "risk against utility, release (pip install 'anonydb[ui]')"))
-    u.add_argument("--db", help=db_help)
-    u.add_argument("--engine", metavar="ENGINE", help=engine_help)
-    u.add_argument("--host", default="127.0.0.1",
-                   help="the address to listen on (default 127.0.0.1: this machine only)")
-    u.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
 
 
 def free_port(host: str) -> int:
@@ -89,4 +78,4 @@ def run(args: argparse.Namespace, engine: Any) -> int:
     return 0
 
 
-__all__ = ["add_parser", "free_port", "prepare", "run"]
+__all__ = ["free_port", "prepare", "run"]
