@@ -18,6 +18,7 @@ def _source(d):
     return d
 
 
+@pytest.mark.slow  # a parity matrix over every model and variant: the slow tier (.ci/run) runs it
 def test_same_on_spark(duck, sp, spark):
     name = visits(duck, "beta_visits_s")
     spark_view(duck, spark, name)

@@ -4,7 +4,8 @@ owners (QIs constant per person, or varying per record). The top is cut to rando
 fragment size and the top's partition cap are drawn), so that every way out of the top is taken:
 all partitions final in the top, fragments finished in the worker pool, and the level-wise rounds
 going on after the assign pass. The level-wise plan is itself held to the plain-Python reference
-(tests/test_mondrian.py); here the two plans must agree class for class, row for row."""
+(tests/test_mondrian.py); here the two plans must agree class for class, row for row. The fast tier draws 30 and 20 tables
+(each one of 13 model families, random sizes and fragment caps), the slow tier five times as many."""
 
 from __future__ import annotations
 
@@ -95,7 +96,7 @@ SIZES = st.sampled_from([2, 5, 12, 30, 10_000])
 PARTS = st.sampled_from([1, 3, 512])
 
 
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=tables(), mi=st.integers(0, len(MODELS) - 1), relaxed=st.booleans(), hier=st.booleans(),
        all_dims=st.booleans(), size=SIZES, parts=PARTS)
 def test_fragments_give_the_levelwise_classes(engine, rows, mi, relaxed, hier, all_dims, size, parts):
@@ -111,7 +112,7 @@ def test_fragments_give_the_levelwise_classes(engine, rows, mi, relaxed, hier, a
     assert got == want
 
 
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), mi=st.integers(0, len(PERSON_MODELS) - 1), varying=st.booleans(), size=SIZES,
        parts=PARTS)
 def test_fragments_give_the_levelwise_classes_of_persons(engine, data, mi, varying, size, parts):
