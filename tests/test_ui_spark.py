@@ -25,5 +25,20 @@ def test_the_workbench_on_spark(duck, sp, spark):
     labels, counts = wb.histogram("uisp", "diagnosis")
     assert dict(zip(labels, counts)) == {"d0": 75, "d1": 75, "d2": 75, "d3": 75}
     rep = wb.check("uisp", {"rid": "identifier", "age": "qi", "sex": "qi", "diagnosis": "sensitive"},
-                   model_params({"k": "10"}))
+                   model_params({"k": "10"}), suda=False)  # SUDA2 on Spark: tests/test_risk_spark.py
     assert rep["holds"] and rep["riskiest"]["rows"][0][2] == pytest.approx(1 / 16)
+
+
+def test_a_data_frame_on_spark_is_a_view_for_the_call(sp):
+    """A pandas frame checked on Spark: a temporary view of the session for the call, gone after;
+    the verdict counts the frame's rows as plain Python does."""
+    import collections
+
+    pd = pytest.importorskip("pandas")
+    import anonydb
+
+    rows = [{"age": 20 + i % 5, "sex": "FM"[i % 2]} for i in range(60)]
+    r = anonydb.check(pd.DataFrame(rows), qi="age,sex", k=1, engine=sp)
+    smallest = min(collections.Counter((x["age"], x["sex"]) for x in rows).values())
+    assert r.rows == 60 and r["k-anonymity"].achieved == {"k": smallest} and r.source == "a pandas DataFrame"
+    assert not [t.name for t in sp.spark.catalog.listTables() if t.name.startswith("__frame")]
