@@ -32,7 +32,7 @@ def test_bounded_aggregates_and_release_on_spark(duck, sp, spark):
     _drop_ledgers(duck, sp)
 
 
-@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+@pytest.mark.parametrize("mechanism", ["laplace", pytest.param("gaussian", marks=pytest.mark.slow)])
 def test_noise_is_drawn_on_the_executors(duck, sp, spark, mechanism):
     """2,000 public keys, each held by 5 persons: the noisy counts come back from the executors
     (at most a few rows of the 2,000 reach the driver) and follow the discrete Laplace DuckDB's

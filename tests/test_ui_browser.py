@@ -121,6 +121,7 @@ def test_the_whole_flow_on_adult(adult_db, tmp_path, browser):
         page.get_by_test_id("model-l").fill("3")
         page.get_by_test_id("check").click()
         expect(page.get_by_test_id("verdicts")).to_contain_text("FAILS", timeout=30_000)
+        expect(page.get_by_test_id("message")).to_have_text("a model fails: see the verdicts")
         expect(page.get_by_test_id("risk")).to_contain_text("prosecutor: highest")
         shot(page, "check", tmp_path)
         page.get_by_role("tab", name="Explore").click()

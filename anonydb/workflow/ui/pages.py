@@ -30,12 +30,14 @@ def build(wb: Workbench) -> None:
     st: dict[str, Any] = {"source": None, "columns": [], "roles": {}, "hier": {}, "method": "mondrian",
                           "table": "release", "replace": False, "fields": {}, "point": None}
 
-    def fail(e: BaseException) -> None:
+    def fail(e: BaseException | str) -> None:
+        """A message in the page, in red: the text, or an error's one line."""
         from ..exits import one_line
 
-        message.set_text(one_line(e))
+        text = e if isinstance(e, str) else one_line(e)
+        message.set_text(text)
         message.classes(replace="text-negative")
-        ui.notify(one_line(e), type="negative")
+        ui.notify(text, type="negative")
 
     def say(text: str) -> None:
         message.set_text(text)
@@ -50,7 +52,7 @@ def build(wb: Workbench) -> None:
         if j is None:  # the server is stopping
             return None
         if j.error:
-            fail(Exception(j.error))
+            fail(j.error)
             return None
         return j.result
 
@@ -265,7 +267,7 @@ def build(wb: Workbench) -> None:
 
     async def check() -> None:
         if not st["source"]:
-            return fail(Exception("open a source first (Data)"))
+            return fail("open a source first (Data)")
         try:
             p = params()
         except Exception as e:  # noqa: BLE001
@@ -288,13 +290,13 @@ def build(wb: Workbench) -> None:
         riskiest.columns = [{"name": c, "label": c, "field": c} for c in r["columns"]]
         riskiest.rows = [dict(zip(r["columns"], row)) for row in r["rows"]]
         riskiest.update()
-        say("every model holds") if rep["holds"] else fail(Exception("a model fails: see the verdicts"))
+        say("every model holds") if rep["holds"] else fail("a model fails: see the verdicts")
         show_spec()
 
     async def explore() -> None:
         """Mondrian (or Anatomy): the method at each k of the list. Full-domain: its lattice."""
         if not st["source"]:
-            return fail(Exception("open a source first (Data)"))
+            return fail("open a source first (Data)")
         try:
             values = {d: w.value for d, w in st["fields"].items()}
             if st["method"] == "fulldomain":
@@ -376,7 +378,7 @@ def build(wb: Workbench) -> None:
 
     async def write() -> None:
         if not st["source"]:
-            return fail(Exception("open a source first (Data)"))
+            return fail("open a source first (Data)")
         if wb.exists(st["table"]) and not st["replace"]:
             with ui.dialog() as dialog, ui.card():
                 ui.label(f"{st['table']} exists. Replace it?")
