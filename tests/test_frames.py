@@ -11,9 +11,9 @@ import pytest
 
 import anonydb
 
-pd = pytest.importorskip("pandas")
-pl = pytest.importorskip("polars")
-pa = pytest.importorskip("pyarrow")
+pd = pytest.importorskip("pandas", reason="pandas is not installed (the test extra has it)")
+pl = pytest.importorskip("polars", reason="Polars is not installed (the test extra has it)")
+pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (the test extra has it)")
 
 ROWS = [{"age": 20 + i % 6, "sex": "FM"[i % 2], "zip": f"z{i % 3}", "dx": ["flu", "cold", "gout"][i % 4 % 3]}
         for i in range(120)]
@@ -94,9 +94,10 @@ def test_a_frame_on_postgres_is_a_temporary_table_dropped_after(pg_url):
 def test_a_notebook_from_a_frame_to_a_release(tmp_path):
     """A notebook (nbclient, a real kernel) checks a DataFrame, releases it and displays both: the
     outputs are the HTML views, and the release's classes hold k."""
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
+    why = "a notebook needs nbformat, nbclient and ipykernel (the test extra has them)"
+    nbformat = pytest.importorskip("nbformat", reason=why)
+    nbclient = pytest.importorskip("nbclient", reason=why)
+    pytest.importorskip("ipykernel", reason=why)
     cells = [
         "import pandas as pd\nimport anonydb\n"
         "df = pd.DataFrame({'age': [20 + i % 6 for i in range(120)], 'sex': ['FM'[i % 2] for i in range(120)],"

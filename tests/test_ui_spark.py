@@ -34,7 +34,7 @@ def test_a_data_frame_on_spark_is_a_view_for_the_call(sp):
     the verdict counts the frame's rows as plain Python does."""
     import collections
 
-    pd = pytest.importorskip("pandas")
+    pd = pytest.importorskip("pandas", reason="pandas is not installed (the test extra has it)")
     import anonydb
 
     rows = [{"age": 20 + i % 5, "sex": "FM"[i % 2]} for i in range(60)]

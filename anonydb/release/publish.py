@@ -180,20 +180,28 @@ PERSON_KEY_VALUES = 20
 PERSON_KEY_ROWS = 50
 
 
+#: the column types a person key can have: integers and text
+PERSON_KEY_TYPES = ("VARCHAR", "TEXT", "STRING", "BIGINT", "INTEGER", "SMALLINT", "HUGEINT", "UBIGINT", "UINTEGER")
+
+
+def looks_like_person_key(column_type: str, values: int, rows: int) -> bool:
+    """Whether an integer or text column of ``values`` distinct values on ``rows`` rows looks like a
+    person key: many values, each on a few rows, and not unique (a unique column names a row)."""
+    return (str(column_type).upper().startswith(PERSON_KEY_TYPES) and PERSON_KEY_VALUES <= values < rows
+            and values * PERSON_KEY_ROWS >= rows)
+
+
 def person_keys(eng: Engine, relation: str, columns: list[str]) -> list[tuple[str, int, int]]:
-    """The integer or text columns among ``columns`` that look like a person key: many distinct
-    values, each on a few rows (a visits table: 20,000 patient ids on 78,787 rows), and not unique
-    (a unique column names a row). (column, values, rows) each, in one scan."""
+    """The columns among ``columns`` that look like a person key (:func:`looks_like_person_key`; a
+    visits table: 20,000 patient ids on 78,787 rows): (column, values, rows) each, in one scan."""
     types = dict(eng.columns(relation))
-    cols = [c for c in columns if types[c].upper().startswith(("VARCHAR", "TEXT", "STRING", "BIGINT", "INTEGER",
-                                                                "SMALLINT", "HUGEINT", "UBIGINT", "UINTEGER"))]
+    cols = [c for c in columns if str(types[c]).upper().startswith(PERSON_KEY_TYPES)]
     if not cols:
         return []
     row = eng.fetch_rows("SELECT count(*), " + ", ".join(f"count(DISTINCT {ident(c)})" for c in cols)
                          + f" FROM {ident(relation)}")[1][0]
     rows = int(row[0])
-    return [(c, int(v), rows) for c, v in zip(cols, row[1:])
-            if PERSON_KEY_VALUES <= v < rows and v * PERSON_KEY_ROWS >= rows]
+    return [(c, int(v), rows) for c, v in zip(cols, row[1:]) if looks_like_person_key(types[c], int(v), rows)]
 
 
 def constant_qis(eng: Engine, relation: str, person: str, qi: list[str], facts: bool = False) -> None:

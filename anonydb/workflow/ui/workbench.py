@@ -228,7 +228,7 @@ class Workbench:
     def profile(self, source: str) -> list[dict[str, Any]]:
         """Per column: type, distinct values, NULLs and the hints (likely person key, likely
         identifier), in one scan."""
-        from ...release.publish import person_keys
+        from ...release.publish import looks_like_person_key
 
         with self.eng.scratch("ui") as s:
             rel = self._relation(s, source)
@@ -236,12 +236,11 @@ class Workbench:
             row = self.eng.fetch_rows("SELECT count(*), " + ", ".join(
                 f"count(DISTINCT {ident(c)}), count(*) - count({ident(c)})" for c, _ in cols)
                 + f" FROM {ident(rel)}")[1][0]
-            n = int(row[0])
-            people = {c for c, _, _ in person_keys(self.eng, rel, [c for c, _ in cols])}
+        n = int(row[0])
         out = []
         for i, (c, t) in enumerate(cols):
             distinct, nulls = int(row[1 + 2 * i]), int(row[2 + 2 * i])
-            hint = ("likely person key" if c in people else
+            hint = ("likely person key" if looks_like_person_key(t, distinct, n) else
                     "likely identifier" if n > 1 and distinct == n else "")
             out.append({"column": c, "type": t, "distinct": distinct, "nulls": nulls, "hint": hint})
         return out
