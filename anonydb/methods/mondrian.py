@@ -7,7 +7,8 @@ partition is cut on its widest dimension (normalized span) at the median, and th
 dimension is tried (``try_all_dims``), and a partition with no allowable cut is final.
 
 How the rounds run (level-wise, one recursive statement, or cut at the top and finished in
-fragments in parallel) is :mod:`anonydb.methods.mondrian_rounds`; every plan gives the same release. The
+fragments in parallel) is :mod:`anonydb.methods.mondrian_rounds`; every plan gives the same release. What
+changes when the rows belong to persons (``person``) is :mod:`anonydb.methods.mondrian_persons`. The
 halves are judged by the same model code that checks a finished table (:mod:`anonydb.models`),
 and the release is verified by :func:`anonydb.checker.check` before it is written (fail closed).
 A model that is not monotone under merging groups, or whose verdict on a group depends on the
@@ -40,13 +41,13 @@ from ..models import Model, NTCloseness, candidate_models
 from ..models.named import check_named
 from ..models.personalized import guard_columns
 from ..schema import is_numeric_type, kind_of_type, split_list
-from ..release.publish import (PERSON_COLUMN, Publication, constant_qis, kept_columns_break, publication_lines,
+from ..release.publish import (PERSON_COLUMN, Publication, kept_columns_break, publication_lines,
                                pseudonymized, resolve_roles, tracked_column, tracked_key)
 from ..sources import open_source
 from ..sqlgen import ident, literal
-from ..utility.measures import class_utility, person_kl
+from ..utility.measures import class_utility
 from .mondrian_rounds import PLANS, Planner, _fmt  # noqa: F401 (_fmt: the other methods' formatting)
-from .unlink import unlink
+from .mondrian_persons import Owners
 
 
 #: (n,t)-closeness takes a partition's ancestors as its natural supersets [Li thesis Def 2.2.2,
@@ -224,15 +225,11 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                     raise InputError(f"a hierarchy is given for {attr!r}, but categorical='order' cuts in value "
                                      f"order and would ignore it; drop it or cut along it (categorical='hierarchy')")
             sa = sensitive if any(m.needs_sensitive for m in models) else None
-            events = None
-            if person is not None and not varying:  # partition persons: a row per person, or per (person, value)
-                events, relation = relation, s.table(eng.render("person_facts.sql.j2", person=person, qis=qi_cols,
-                                                                 sensitive=sa, source=relation))
-                constant_qis(eng, relation, person, qi_cols, facts=not sa)  # read from the persons' facts
+            owners = Owners(eng, s, person, varying, sa) if person is not None else None
+            if owners is not None:  # the persons' facts, or the records themselves (varying QIs)
+                relation = owners.facts(relation, qi_cols)
             base, rid = eng.row_ids(s, relation)
-            total = eng.scalar(f"SELECT count(*) FROM {ident(base)}" if person is None or (not sa and not varying) else
-                               f"SELECT count(DISTINCT {ident(person)}) FROM {ident(base)}" if varying else
-                               f"SELECT count(*) FROM {ident(base)} WHERE _adb_own = 1")
+            total = owners.count(base) if owners else eng.scalar(f"SELECT count(*) FROM {ident(base)}")
             if total == 0:
                 raise InputError(f"{source} is empty: there is nothing to anonymize")
             run_events.update(**{"persons" if person is not None and not varying else "rows": int(total)})
@@ -246,19 +243,10 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             run_events.phase("output")
             stage = pub.stage()
             records = total
-            if varying:  # the rows partitioned are the records
-                records = eng.scalar(f"SELECT count(*) FROM {ident(base)}")
-                boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, staged, stage, order,
-                                             relaxed, person=person)
-            elif person is not None:  # every record takes its person's class
-                ebase, erid = eng.row_ids(s, events)
-                records = eng.scalar(f"SELECT count(*) FROM {ident(ebase)}")
-                owners = s.table(eng.render("person_classes.sql.j2", rows=rows, base=base, rid=rid, person=person,
-                                            events=ebase, erid=erid))
-                if sa:  # one row a person: the boxes count persons
-                    rows = s.table(f"SELECT * FROM {ident(rows)} WHERE _adb_own = 1")
-                boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, staged, stage, order,
-                                             relaxed, release=(ebase, erid, owners), person=person)
+            if owners is not None:  # the records, each in its person's class (or partitioned themselves)
+                rows, how = owners.release(base, rid, rows)
+                records = owners.records
+                boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, staged, stage, order, relaxed, **how)
             else:
                 boxes, joined = _materialize(eng, s, base, rid, rows, qis, hq, staged, stage, order,
                                              relaxed, joined=bool(planner.bt))
@@ -267,9 +255,8 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
                 raise AnonyDBError(f"internal error: the release holds {released} rows, the source {records}")
             suppressed = 0
             if varying and person in columns.pseudonyms:  # linkable records: the intersection attack
-                ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
-                stage, suppressed = unlink(eng, s, pub, stage, max(ks) if ks else 1, int(max_suppression * total + 1e-9),
-                                            total)
+                stage, suppressed = owners.unlink(pub, stage, [m.k for m in models if isinstance(getattr(m, "k", None), int)],
+                                                  max_suppression, total)
                 released, n_classes = eng.fetch_rows(f"SELECT count(*), count(DISTINCT eq_class) "
                                                      f"FROM {ident(stage)}")[1][0]
             sa_h = {sensitive: hierarchies[sensitive]} if sensitive and sensitive in hierarchies else None
@@ -312,22 +299,11 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
             kmin = min(ks) if ks else None
             run_events.phase("loss")
-            if varying:  # the rows partitioned are records: per record, and per person of each class
-                counts = s.table(f"SELECT _adb_pid, count(DISTINCT _adb_p) AS _adb_n FROM {ident(rows)} GROUP BY 1")
-                utility = {"persons": int(total), "suppressed_persons": suppressed,
-                           **class_utility(eng, rows, boxes, qis, None, None, total, kmin, relaxed, counts),
-                           "per_record": class_utility(eng, rows, boxes, qis, None, None, records, kmin, relaxed)}
-            elif person is None:
+            if owners is not None:  # per person (the classes count persons) and per record
+                utility = owners.utility(rows, boxes, qis, int(total), kmin, relaxed, suppressed, base, rid, sensitive)
+            else:
                 utility = class_utility(eng, rows, boxes, qis, sensitive, None if sa else (base, rid), total, kmin,
                                         relaxed)
-            else:  # per person (the rows partitioned) and per record (each class weighed by its records)
-                utility = class_utility(eng, rows, boxes, qis, None, None, total, kmin, relaxed)
-                if sensitive:  # KL over the persons' (QI tuple, value) facts, as the row-level one over rows
-                    utility["kl"] = person_kl(eng, s, rows, base, rid, boxes, qis, person, events, sensitive)
-                counts = s.table(f"SELECT _adb_pid, count(*) AS _adb_n FROM {ident(owners)} GROUP BY _adb_pid")
-                utility = {"persons": int(total), **utility,
-                           "per_record": class_utility(eng, rows, boxes, qis, None, None, records, kmin, relaxed,
-                                                       counts)}
         pub.commit([(stage, out)], as_view)
     return MondrianResult(table=out, rows=int(records), classes=n_classes, rounds=rounds,
                           seconds=time.perf_counter() - t0, utility=utility, report=report,
