@@ -10,6 +10,7 @@ from hypothesis import settings
 
 import anonydb
 from anonydb.errors import InfeasibleError, InputError
+from jvm_flags import TEST_JVM
 
 #: the slow tier (``pytest -m "slow or hypothesis" --hypothesis-profile slow``, .ci/run) draws this
 #: many times the examples each property test draws in the README's command
@@ -117,7 +118,7 @@ def pg_url():
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local Spark session (local[2], 4 shuffle partitions, no UI) for the whole test session,
+    """One local Spark session (local[2], 4 shuffle partitions, no UI, ``TEST_JVM``) for the whole test session,
     stopped at its end; skips, saying why, without pyspark or Java. ``ANONYDB_SPARK_MASTER`` names
     another master: tests/test_spark_cluster.py runs the parity suites against a standalone
     cluster (``spark://127.0.0.1:P``) that way."""
@@ -139,7 +140,7 @@ def spark():
                .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "2g")
                .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
                .config("spark.sql.warehouse.dir", os.path.join(work, "warehouse"))
-               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={work}")
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={work} {TEST_JVM}")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)  # failing queries' plans, logged again

@@ -53,6 +53,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from jvm_flags import TEST_JVM
+
 T0 = time.monotonic()
 STATE = {"n": 0, "phase": "before", "swapping": False}
 FD: int | None = None
@@ -146,7 +148,7 @@ def spark_session():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local[2]").appName("anonydb-ledger-kill")
              .config("spark.sql.warehouse.dir", os.path.join(home, "warehouse"))
-             .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home}")
+             .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home} {TEST_JVM}")
              .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .enableHiveSupport().getOrCreate())

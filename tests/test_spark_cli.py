@@ -16,6 +16,7 @@ import duckdb
 import pytest
 
 from conftest import ROOT
+from jvm_flags import TEST_JVM
 
 #: pytest -n: every test of one engine on one worker, which starts its Spark session once
 pytestmark = pytest.mark.xdist_group("spark")
@@ -119,7 +120,8 @@ def connect_url(adult, tmp_path_factory):
     env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOG_DIR=str(work), SPARK_PID_DIR=str(work),
                SPARK_IDENT_STRING=f"anonydb{port}", PYSPARK_PYTHON=sys.executable)
     subprocess.run(["bash", str(script), "--master", "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
-                    "--conf", "spark.ui.enabled=false", "--conf", f"spark.sql.warehouse.dir={work / 'warehouse'}"],
+                    "--conf", "spark.ui.enabled=false", "--conf", f"spark.sql.warehouse.dir={work / 'warehouse'}",
+                    "--driver-java-options", TEST_JVM],
                    env=env, check=True, capture_output=True, timeout=120)
     try:
         import time
