@@ -98,7 +98,7 @@ def _state(url: str) -> dict[str, object]:
         out: dict[str, object] = {"rel": one("SELECT 'rel'::regclass::oid, (SELECT count(*) FROM rel)")}
         out["source"] = one("SELECT count(*), md5(string_agg(x::text, ',' ORDER BY id)) FROM big AS x")
         have = one("SELECT to_regclass('rel_counterfeits')")[0] is not None
-        out["counterfeits"] = one("SELECT count(*) FROM rel_counterfeits")[0] if have else 0
+        out["counterfeits"] = int(one("SELECT coalesce(sum(counterfeits), 0) FROM rel_counterfeits")[0]) if have else 0
         out["stages"] = sorted(r[0] for r in con.execute(
             "SELECT tablename FROM pg_tables WHERE tablename LIKE '\\_\\_anonydb\\_stage\\_%'").fetchall())
         out["entries"] = con.execute("SELECT id, members, rows, counterfeits, prev, checksum FROM anonydb_releases "
