@@ -41,18 +41,35 @@ def _dbt() -> str:
     return found
 
 
+def _env(tmp_path: Path) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+                ANONYDB_DBT_DATABASE=str(tmp_path / "example.duckdb"), DBT_SEND_ANONYMOUS_USAGE_STATS="false",
+                DBT_ANONYDB_PATH=str(PACKAGE))
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory) -> Path:
+    """The example project with the package installed by ``dbt deps``, as a user's project installs
+    it: once a session, each test building a copy of it."""
+    work = tmp_path_factory.mktemp("dbt") / "project"
+    shutil.copytree(PROJECT, work, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
+    deps = subprocess.run([_dbt(), "deps"], cwd=work, env=_env(work.parent), capture_output=True, text=True,
+                          timeout=300)
+    assert deps.returncode == 0, deps.stdout[-3000:] + deps.stderr[-3000:]
+    return work
+
+
+@pytest.fixture
+def project(installed, tmp_path) -> Path:
+    """A test's own copy of the installed example project: ``tmp_path / "project"``."""
+    shutil.copytree(installed, tmp_path / "project", symlinks=True)
+    return tmp_path / "project"
+
+
 def _build(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    work = tmp_path / "project"
-    if not work.exists():
-        shutil.copytree(PROJECT, work, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               ANONYDB_DBT_DATABASE=str(tmp_path / "example.duckdb"), DBT_SEND_ANONYMOUS_USAGE_STATS="false",
-               DBT_ANONYDB_PATH=str(PACKAGE))
-    if not (work / "dbt_packages").exists():  # the package, installed as a user's project installs it
-        deps = subprocess.run([_dbt(), "deps"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
-        assert deps.returncode == 0, deps.stdout[-3000:] + deps.stderr[-3000:]
-    return subprocess.run([_dbt(), "build", "--profiles-dir", ".", *extra], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=600)
+    """``dbt build`` of the copy in ``tmp_path`` (the ``project`` fixture), into its own database."""
+    return subprocess.run([_dbt(), "build", "--profiles-dir", ".", *extra], cwd=tmp_path / "project",
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=600)
 
 
 def _results(work: Path) -> dict[str, tuple[str, int]]:
@@ -109,7 +126,7 @@ def test_visits_seed_is_as_its_description_says():
     assert len(exposed) == 11 and all(n >= 3 and p < 3 for n, p, _, _ in exposed.values())
 
 
-def test_dbt_build_passes_then_fails_on_a_violating_model(tmp_path):
+def test_dbt_build_passes_then_fails_on_a_violating_model(tmp_path, project):
     r = _build(tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "PASS=16 WARN=0 ERROR=0" in r.stdout  # a seed, 8 models, 7 tests
@@ -140,7 +157,7 @@ def test_dbt_build_passes_then_fails_on_a_violating_model(tmp_path):
         ("fail", sum(p < 3 for _, p, _, _ in exposed.values())) == ("fail", 11)
 
 
-def test_a_dp_model_spends_the_budget_the_database_keeps(tmp_path):
+def test_a_dp_model_spends_the_budget_the_database_keeps(tmp_path, project):
     """models/visits_dp.py (anonydb.dp inside dbt-duckdb): every public diagnosis code appears, with
     the count's scale the definition gives (G x R = 4 over epsilon 1 / 2: 8), and the release is a
     ledger entry; with a budget of 1.5 a second build of the model is refused and the table stays."""
@@ -167,7 +184,7 @@ def test_a_dp_model_spends_the_budget_the_database_keeps(tmp_path):
         con.close()
 
 
-def test_package_release_is_verified_and_refused_when_too_fine(tmp_path):
+def test_package_release_is_verified_and_refused_when_too_fine(tmp_path, project):
     """dbt_anonydb.generalized_release: the published columns are the listed ones, every row is
     there, anonydb.check finds k >= 5 and l >= 2 and the labels are the hierarchy's; a release too
     fine for k = 5 stops with one line and leaves no table."""
@@ -336,7 +353,7 @@ def test_person_generic_tests_by_hand(engine):
         _generic("l_diverse")(model="t", quasi_identifiers=["q2"], sensitive="p", l=2, person="p")
 
 
-def test_person_release_built_twice_is_refused(tmp_path):
+def test_person_release_built_twice_is_refused(tmp_path, project):
     """The package's release by persons (issue 62's dbt flow): the first build writes it, its
     classes hold 3 patients (counted here from the seed); built again over its own table it is
     refused in one line, and the table already out is left as it was; untracked=true is the only
