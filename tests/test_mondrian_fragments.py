@@ -4,8 +4,9 @@ owners (QIs constant per person, or varying per record). The top is cut to rando
 fragment size and the top's partition cap are drawn), so that every way out of the top is taken:
 all partitions final in the top, fragments finished in the worker pool, and the level-wise rounds
 going on after the assign pass. The level-wise plan is itself held to the plain-Python reference
-(tests/test_mondrian.py); here the two plans must agree class for class, row for row. The fast tier draws 30 and 20 tables
-(each one of 13 model families, random sizes and fragment caps), the slow tier five times as many."""
+(tests/test_mondrian.py); here the two plans must agree class for class, row for row. The fast
+tier draws 30 and 20 tables (each one of 13 model families, random sizes and fragment caps), the
+slow tier three times as many (conftest.SLOW_FACTOR)."""
 
 from __future__ import annotations
 

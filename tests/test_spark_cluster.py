@@ -2,7 +2,7 @@
 one core and 1 GB each, separate JVMs started from pip's pyspark, on free localhost ports), whose
 executors run a Python where anonydb cannot be imported:
 
-* the engine parity suites run unchanged against ``spark://127.0.0.1:P`` (conftest's ``spark``
+* the engine parity suites (see ``SUITES``) run unchanged against ``spark://127.0.0.1:P`` (conftest's ``spark``
   fixture reads ``ANONYDB_SPARK_MASTER``; each suite runs in a child pytest, its driver a separate
   process as a cluster's driver is): the privacy-model checks, Mondrian strict and relaxed (whole-
   table rounds, then the grouped step on the executors), Anatomy, full-domain; Mondrian by persons,
@@ -35,15 +35,20 @@ pytestmark = [pytest.mark.xdist_group("spark_cluster"), pytest.mark.slow]
 ADULT = ROOT.parent / "shared" / "datasets" / "adult" / "adult.csv"
 QI = "sex,age,race,marital-status"
 
-#: the parity tests run on the cluster, by file: every one of these modules' tests named here
+#: the parity tests run on the cluster, by file: the tests named here, of the tier named (``-m``).
+#: Every step that runs Python on the executors (the grouped step that finishes Mondrian's
+#: fragments, the person steps) runs here in each of its shapes, slow tier included. The checks
+#: are SQL alone on Spark (no Python on the executors): the cluster runs the fast tier's models,
+#: and the slow tier's further models and integer keys run the same SQL on local[2]; likewise
+#: Anatomy's and MPALM's census releases.
 SUITES = {
-    "checks": ["tests/test_spark.py", "-k", "census_same_report or nulls_same_report or k_values_by_hand "
-                                            "or dialect_functions"],
-    "methods": ["tests/test_spark_methods.py", "-k", "generalize_same or fulldomain_small or mondrian_small "
-                                                     "or anatomy_small or refused_and_failed or census_same "
-                                                     "or fragment_plan_same"],
-    "persons (person, varying, linked)": ["tests/test_person_spark.py", "-k", "person_steps_on_workers"],
-    "sql script (dbt generic tests)": ["tests/test_dbt_spark.py"],
+    "checks": ["tests/test_spark.py", "-m", "not slow", "-k", "census_same_report or nulls_same_report or "
+                                                              "k_values_by_hand or dialect_functions"],
+    "methods": ["tests/test_spark_methods.py", "-m", "", "-k", "generalize_same or fulldomain_small or "
+                                                               "mondrian_small or anatomy_small or refused_and_failed "
+                                                               "or mondrian_census_same or fragment_plan_same"],
+    "persons (person, varying, linked)": ["tests/test_person_spark.py", "-m", "", "-k", "person_steps_on_workers"],
+    "sql script (dbt generic tests)": ["tests/test_dbt_spark.py", "-m", ""],
 }
 
 
@@ -83,9 +88,9 @@ def test_executors_cannot_import_anonydb(cluster):
 
 @pytest.mark.parametrize("suite", list(SUITES))
 def test_parity_suite_on_the_cluster(cluster, suite):
-    """The suite's tests all pass against the cluster, none skipped (slow ones included)."""
+    """The suite's tests all pass against the cluster, none skipped."""
     url, env = cluster
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-m", "", "-p", "no:cacheprovider",
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
                         "-rs", *SUITES[suite]], cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
     summary = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
