@@ -326,7 +326,7 @@ def small_tables(draw):
     return [dict(id=i, x=x[i], y=y[i], s=s[i]) for i in range(n)]
 
 
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15, slow=90), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=small_tables(), t=st.sampled_from([0.1, 0.2, 0.35]), k=st.integers(1, 3), relaxed=st.booleans())
 def test_bt_mondrian_properties(engine, rows, t, k, relaxed):
     """Every row released once, its values covered, and every tuple's Omega posterior within t

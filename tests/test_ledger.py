@@ -768,7 +768,7 @@ def test_spec_series_refused_run_writes_nothing(tmp_path):
 @given(seed=st.integers(0, 10_000), m=st.integers(2, 3), form=st.sampled_from(["generalized", "anatomy"]),
        churn=st.sampled_from([0.0, 0.1, 0.4]), months=st.integers(2, 3),
        qi=st.sampled_from([_age_city, _age_zip]))
-@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(5, slow=30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_minvariant_property(seed, m, form, churn, months, qi):
     """Any changing table: every minvariant release publishes each record once, its group's labels
     cover its values (read_tracked), and the series is m-invariant under the oracle."""

@@ -227,7 +227,7 @@ def test_a_spec_run_monthly(tmp_path, capsys, monkeypatch):
     assert seen["refused"] >= 1 and seen["later"] >= 1, seen
 
 
-@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(3, slow=18), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), months=st.integers(2, 3), files=st.sampled_from(["same", "per-month", "dotted"]),
        series=st.sampled_from(["none", "fixed", "per-month"]), outputs=st.sampled_from(["same", "per-month"]))
 def test_random_changing_tables_names_and_series(capsys, seed, months, files, series, outputs):

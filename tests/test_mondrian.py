@@ -429,7 +429,8 @@ def test_hierarchical_split_labels_are_nodes(engine):
 ONE_STATEMENT_MODELS = [m for m in MODELS if "n" not in m and m.get("distance") != "ordered"]
 
 
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20, slow=120), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=small_tables(), mi=st.integers(0, len(ONE_STATEMENT_MODELS) - 1), relaxed=st.booleans(),
        hier=st.booleans(), all_dims=st.booleans(), narrow=st.booleans())
 def test_recursive_plan_equals_levelwise(engine, rows, mi, relaxed, hier, all_dims, narrow):

@@ -5,8 +5,8 @@ fragment size and the top's partition cap are drawn), so that every way out of t
 all partitions final in the top, fragments finished in the worker pool, and the level-wise rounds
 going on after the assign pass. The level-wise plan is itself held to the plain-Python reference
 (tests/test_mondrian.py); here the two plans must agree class for class, row for row. The fast
-tier draws 30 and 20 tables (each one of 13 model families, random sizes and fragment caps), the
-slow tier three times as many (conftest.SLOW_FACTOR)."""
+tier draws 15 and 10 tables (each one of 13 model families, random sizes and fragment caps), the
+slow tier 90 and 60."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ SIZES = st.sampled_from([2, 5, 12, 30, 10_000])
 PARTS = st.sampled_from([1, 3, 512])
 
 
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15, slow=90), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=tables(), mi=st.integers(0, len(MODELS) - 1), relaxed=st.booleans(), hier=st.booleans(),
        all_dims=st.booleans(), size=SIZES, parts=PARTS)
 def test_fragments_give_the_levelwise_classes(engine, rows, mi, relaxed, hier, all_dims, size, parts):
@@ -113,7 +113,7 @@ def test_fragments_give_the_levelwise_classes(engine, rows, mi, relaxed, hier, a
     assert got == want
 
 
-@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(10, slow=60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), mi=st.integers(0, len(PERSON_MODELS) - 1), varying=st.booleans(), size=SIZES,
        parts=PARTS)
 def test_fragments_give_the_levelwise_classes_of_persons(engine, data, mi, varying, size, parts):

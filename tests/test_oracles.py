@@ -21,7 +21,7 @@ import oracle
 QI_VALUES = st.sampled_from(["a", "b", "c", None])
 ROWS = st.lists(st.tuples(QI_VALUES, st.sampled_from([1, 2, 3]), st.sampled_from([10, 20, 30, 40, None])),
                 min_size=1, max_size=40)
-SETTINGS = settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(8, slow=45), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def run(rows, qi=("q1", "q2"), **params):

@@ -138,7 +138,7 @@ def test_models_match_the_oracle_ordered_emd(table, params):
     check_against_oracle(*table, params)
 
 
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12, slow=75), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables(one_record=True), st.booleans(), st.data())
 def test_one_record_per_person_is_the_row_level_check(table, numeric, data):
     """With one record per person, check(person=...) is check(...): the same verdicts, achieved

@@ -292,7 +292,8 @@ def test_oracle_random_tables(data, qs, b_mode):
         eng.close()
 
 
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(12, slow=75), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 20), st.sampled_from(LEAVES), st.sampled_from(["p", "q", "r"])),
                 min_size=4, max_size=30),
        st.lists(queries(), min_size=1, max_size=6), st.sampled_from(["order", "hierarchy"]))

@@ -219,7 +219,7 @@ def test_empty_table(script_file):
 values = st.one_of(st.none(), st.integers(0, 3))
 
 
-@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(4, slow=24), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.lists(st.tuples(values, values, st.sampled_from([None, "p", "q", "r"])), min_size=1, max_size=25))
 def test_random_tables_equal_python(script_file, tmp_path_factory, data):
     """Small random tables with NULLs in the QIs and the sensitive attribute: every check equals
@@ -236,7 +236,7 @@ def test_random_tables_equal_python(script_file, tmp_path_factory, data):
         _compare(got[case[0]], v, key)
 
 
-@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(4, slow=24), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.lists(st.tuples(st.integers(0, 5), values, st.sampled_from([None, "p", "q", "r"])), min_size=1,
                      max_size=25))
 def test_random_tables_by_persons_equal_python(script_file, tmp_path_factory, data):
@@ -476,7 +476,7 @@ def test_mondrian_bad_arguments_one_line(script_file, call, message):
     assert_one_line_error(sql, message)
 
 
-@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(10, slow=60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.lists(st.tuples(st.integers(0, 9), st.sampled_from([None, "a", "b", "c"]), st.sampled_from(["p", "q", "r", None])),
                      min_size=4, max_size=40),
        k=st.integers(1, 4), l=st.sampled_from([None, 2]))
