@@ -22,7 +22,7 @@ settings.register_profile("slow", deadline=None)
 def examples(n: int, slow: int | None = None) -> int:
     """A property test's example count: ``n`` in the fast tier; under the slow tier's hypothesis
     profile ``slow``, by default ``SLOW_FACTOR * n``. The heaviest property tests draw fewer in the
-    fast tier and name their slow count, so that both tiers together keep what they drew before."""
+    fast tier and name their slow count, which keeps what the slow tier drew before."""
     if settings.get_current_profile_name() == "slow":
         return SLOW_FACTOR * n if slow is None else slow
     return n
