@@ -254,9 +254,9 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             if released != records:  # every input row appears exactly once
                 raise AnonyDBError(f"internal error: the release holds {released} rows, the source {records}")
             suppressed = 0
+            ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]  # the k each model asks
             if varying and person in columns.pseudonyms:  # linkable records: the intersection attack
-                stage, suppressed = owners.unlink(pub, stage, [m.k for m in models if isinstance(getattr(m, "k", None), int)],
-                                                  max_suppression, total)
+                stage, suppressed = owners.unlink(pub, stage, ks, max_suppression, total)
                 released, n_classes = eng.fetch_rows(f"SELECT count(*), count(DISTINCT eq_class) "
                                                      f"FROM {ident(stage)}")[1][0]
             sa_h = {sensitive: hierarchies[sensitive]} if sensitive and sensitive in hierarchies else None
@@ -296,7 +296,6 @@ def anonymize(source: str, qi: str | Iterable[str], sensitive: str | None = None
             for g in guards:  # verified: the guarding nodes are never published
                 eng.drop_column(stage, g)
             report = pub.staged[stage]
-            ks = [m.k for m in models if isinstance(getattr(m, "k", None), int)]
             kmin = min(ks) if ks else None
             run_events.phase("loss")
             if owners is not None:  # per person (the classes count persons) and per record
